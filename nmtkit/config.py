@@ -1,0 +1,268 @@
+"""Experiment configs: frozen dataclasses per YAML section, presets, ``--set`` overrides.
+
+Precedence: dataclass defaults < preset < YAML file < ``--set section.key=value``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nmtkit import registry
+from nmtkit.errors import ConfigError
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ComponentSpec:
+    """A registered component chosen by name, with its validated ``Config``."""
+
+    name: str
+    options: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **dataclasses.asdict(self.options)}
+
+
+def component(kind: str, name: str) -> Any:
+    """A dataclass field holding a component of ``kind``, ``name`` by default."""
+
+    def default() -> ComponentSpec:
+        return ComponentSpec(name=name, options=registry.get(kind, name).Config())
+
+    return field(default_factory=default, metadata={"kind": kind})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelConfig:
+    embed_size: int = 256  # source and target word embeddings (paper: 620)
+    dropout: float = 0.2  # on embeddings and the readout
+    init_scale: float = 0.1  # every parameter ~ uniform(-init_scale, init_scale)
+    encoder: ComponentSpec = component("encoder", "birnn")
+    attention: ComponentSpec = component("attention", "additive")
+    decoder: ComponentSpec = component("decoder", "gru")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrainConfig:
+    seed: int = 1
+    max_tokens: int = 3000  # target+source tokens per batch, padding included
+    max_epochs: int | None = None
+    max_updates: int | None = None
+    time_budget: float | None = None  # minutes of training, then stop cleanly
+    optimizer: str = "adam"  # adam | adadelta
+    lr: float = 0.002
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adadelta_rho: float = 0.95
+    adadelta_eps: float = 1e-6
+    clip_norm: float = 1.0  # gradient norm clipping; 0 turns it off
+    label_smoothing: float = 0.1
+    lr_schedule: str = "plateau"  # plateau | inverse_sqrt | constant
+    warmup_updates: int = 0  # linear warm-up (all schedules)
+    plateau_factor: float = 0.5  # plateau: multiply lr by this when validation BLEU stalls
+    plateau_patience: int = 1  # plateau: validations without improvement before reducing
+    min_lr: float = 1e-5
+    validate_every: int = 500  # updates between validations (and at every epoch end)
+    patience: int = 8  # early stopping: validations without a better BLEU; 0 turns it off
+    log_every: int = 50  # updates between log lines
+    threads: int | None = None  # torch intra-op threads (None: torch's default)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SearchConfig:
+    strategy: ComponentSpec = component("search", "beam")
+    max_len_a: float = 1.5  # output length cap: a * source length + b (pieces)
+    max_len_b: int = 10
+    batch_size: int = 128  # sentences per batch
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_plain(self)
+
+
+def _to_plain(value: Any) -> Any:
+    if isinstance(value, ComponentSpec):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def presets() -> list[str]:
+    """Names of the shipped presets (``nmtkit/configs/*.yaml``)."""
+    folder = resources.files("nmtkit") / "configs"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_config(
+    *, preset: str | None = "default", path: Path | None = None, overrides: list[str] = ()
+) -> Config:
+    """Resolve a config from a preset, a YAML file and ``key=value`` overrides.
+
+    Raises:
+        ConfigError: unknown preset, key or component; a value of the wrong type.
+    """
+    data: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in presets():
+            raise ConfigError(f"unknown preset {preset!r}; presets: {', '.join(presets())}")
+        text = (resources.files("nmtkit") / "configs" / f"{preset}.yaml").read_text("utf-8")
+        _merge(data, yaml.safe_load(text) or {})
+    if path is not None:
+        _merge(data, _read_yaml(path))
+    for item in overrides:
+        _merge(data, parse_override(item))
+    return config_from_dict(data)
+
+
+def config_from_dict(data: dict[str, Any]) -> Config:
+    """Build a :class:`Config` from plain data (as saved in checkpoints)."""
+    return build_dataclass(Config, data, where="")
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("no such config file", where=str(path)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", where=str(path)) from None
+    if not isinstance(data, dict):
+        raise ConfigError("a config file must be a mapping of sections", where=str(path))
+    return data
+
+
+def parse_override(item: str) -> dict[str, Any]:
+    """Turn ``a.b.c=value`` into ``{"a": {"b": {"c": value}}}`` (value parsed as YAML)."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip() or any(not part for part in key.strip().split(".")):
+        raise ConfigError(f"--set takes key=value, got {item!r}", hint="e.g. --set train.lr=0.001")
+    value: Any = yaml.safe_load(raw) if raw.strip() else ""
+    for part in reversed(key.strip().split(".")):
+        value = {part: value}
+    return value
+
+
+def _merge(into: dict[str, Any], new: dict[str, Any]) -> None:
+    for key, value in new.items():
+        old = into.get(key)
+        if isinstance(value, str) and isinstance(old, dict) and "name" in old:
+            into[key] = {"name": value}  # a component chosen by name alone drops old options
+        elif isinstance(value, dict) and isinstance(old, dict):
+            if "name" in value and value.get("name") != old.get("name"):
+                into[key] = dict(value)
+            else:
+                _merge(old, value)
+        else:
+            into[key] = value
+
+
+def build_dataclass(cls: type, data: Any, *, where: str) -> Any:
+    """Build dataclass ``cls`` from ``data``, coercing each value by its declared type.
+
+    Raises:
+        ConfigError: ``data`` is not a mapping, has an unknown key or a value of the wrong type.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError("expected a mapping of options", where=where or "config")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for key in data:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), fields, n=1)
+            raise ConfigError(
+                f"unknown config key {_join(where, key)!r}; valid keys: {', '.join(fields)}",
+                hint=f"did you mean {close[0]!r}?" if close else None,
+            )
+    values = {}
+    for key, value in data.items():
+        path = _join(where, key)
+        kind = fields[key].metadata.get("kind")
+        if kind is not None:
+            values[key] = _build_component(kind, value, where=path)
+        else:
+            values[key] = _coerce(hints[key], value, where=path)
+    return cls(**values)
+
+
+def _build_component(kind: str, value: Any, *, where: str) -> ComponentSpec:
+    options = {"name": value} if isinstance(value, str) else value
+    if not isinstance(options, dict) or "name" not in options:
+        raise ConfigError(f"a {kind} needs a name", where=where, hint=f"e.g. {where}.name=...")
+    options = dict(options)
+    cls = registry.get(kind, str(options.pop("name")))
+    name = str(value if isinstance(value, str) else value["name"])
+    return ComponentSpec(name=name, options=build_dataclass(cls.Config, options, where=where))
+
+
+def _coerce(hint: Any, value: Any, *, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            return None
+        hint = next(a for a in args if a is not type(None))
+        origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return build_dataclass(hint, value, where=where)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, list | tuple) or len(value) != len(args):
+            raise _type_error(where, value, f"a list of {len(args)}")
+        return tuple(_coerce(a, v, where=where) for a, v in zip(args, value, strict=True))
+    try:
+        if hint is bool:
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("true", "false", "yes", "no", "1", "0"):
+                return str(value).lower() in ("true", "yes", "1")
+            raise ValueError
+        if hint is int:
+            if isinstance(value, bool) or float(value) != int(float(value)):
+                raise ValueError
+            return int(float(value))
+        if hint is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if hint is str:
+            if isinstance(value, bool | dict | list):
+                raise ValueError
+            return str(value)
+    except (TypeError, ValueError):
+        raise _type_error(where, value, hint.__name__) from None
+    return value
+
+
+def _type_error(where: str, value: Any, expected: str) -> ConfigError:
+    return ConfigError(
+        f"{where} must be {expected}, got {value!r}",
+        hint="quote the value in YAML if it was read as another type",
+    )
+
+
+def _join(where: str, key: Any) -> str:
+    return f"{where}.{key}" if where else str(key)
+
+
+def dump_yaml(config: Config) -> str:
+    """The resolved config as YAML, as written to ``model_dir/config.yaml``."""
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)

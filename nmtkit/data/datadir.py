@@ -1,0 +1,233 @@
+"""The data dir that ``preprocess`` writes: its layout, ``manifest.json``, and atomic staging.
+
+A data dir holds::
+
+    manifest.json                  this record, written last
+    spm.model                      joint SentencePiece model (or spm.{lang}.model per language)
+    {split}.{lang}.bin / .idx      binarized token ids (see nmtkit.data.dataset), split in
+                                   train, valid, test
+    {split}.raw.{lang}             valid and test lines as read, for BLEU references
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from nmtkit.data.text import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    SPECIAL_PIECES,
+    UNK_ID,
+    TextPipeline,
+    TextSettings,
+)
+from nmtkit.errors import DataError
+from nmtkit.files import atomic_write, count_lines
+
+MANIFEST_NAME = "manifest.json"
+FORMAT_NAME = "nmtkit-data"
+FORMAT_VERSION = 1
+DATASET_FORMAT = (
+    "{prefix}.bin: .npy of token ids, uint16 if every id < 65535 else int32; "
+    "{prefix}.idx: .npy of int64 offsets, length n+1; no BOS/EOS stored"
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CorpusFile:
+    """An input corpus as the manifest records it."""
+
+    path: str
+    sha256: str
+    num_lines: int
+
+    @classmethod
+    def of(cls, path: Path, *, num_lines: int | None = None) -> CorpusFile:
+        """Describe ``path``, counting its lines unless ``num_lines`` is given."""
+        return cls(
+            path=str(path.resolve()),
+            sha256=sha256_file(path),
+            num_lines=count_lines(path) if num_lines is None else num_lines,
+        )
+
+
+def sha256_file(path: Path) -> str:
+    """Return the hex SHA-256 of a file's bytes (compressed bytes for a .gz)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def spm_model_name(lang: str, *, joint: bool) -> str:
+    """Return the file name of the SentencePiece model that serves ``lang``."""
+    return "spm.model" if joint else f"spm.{lang}.model"
+
+
+def nmtkit_version() -> str:
+    """Return nmtkit's version, or 0.1.0 while the package does not define one."""
+    import nmtkit  # at call time: nmtkit/__init__.py may re-export this package
+
+    return str(getattr(nmtkit, "__version__", "0.1.0"))
+
+
+def build_manifest(
+    *,
+    config: Mapping[str, Any],
+    corpora: Mapping[str, tuple[CorpusFile, CorpusFile]],
+    splits: Mapping[str, Mapping[str, Any]],
+    clean_counts: Mapping[str, int],
+    vocab_sizes: Mapping[str, int],
+    spm_models: Mapping[str, str],
+    dtypes: Mapping[str, str],
+) -> dict[str, Any]:
+    """Assemble the manifest record (plain JSON types only).
+
+    Args:
+        config: ``asdict`` of the PreprocessConfig.
+        corpora: the (src, tgt) input files of each split.
+        splits: ``asdict`` of each SplitSummary, by split name.
+        dtypes: the token dtype of each dataset, by prefix (``"train.de"``).
+    """
+    src_lang, tgt_lang = config["src_lang"], config["tgt_lang"]
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "nmtkit_version": nmtkit_version(),
+        "config": dict(config),
+        "src_lang": src_lang,
+        "tgt_lang": tgt_lang,
+        "special_ids": {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
+        "special_pieces": list(SPECIAL_PIECES),
+        "spm_models": dict(spm_models),
+        "vocab_sizes": dict(vocab_sizes),
+        "clean_counts": dict(clean_counts),
+        "dataset_format": DATASET_FORMAT,
+        "inputs": {
+            split: {src_lang: asdict(src), tgt_lang: asdict(tgt)}
+            for split, (src, tgt) in corpora.items()
+        },
+        "splits": {
+            name: {
+                **summary,
+                "datasets": {
+                    lang: {"prefix": f"{name}.{lang}", "dtype": dtypes[f"{name}.{lang}"]}
+                    for lang in (src_lang, tgt_lang)
+                },
+                "raw": (
+                    {lang: f"{name}.raw.{lang}" for lang in (src_lang, tgt_lang)}
+                    if name != "train"
+                    else {}
+                ),
+            }
+            for name, summary in splits.items()
+        },
+    }
+
+
+def write_manifest(data_dir: Path, manifest: Mapping[str, Any]) -> None:
+    """Write ``manifest.json`` into ``data_dir`` atomically."""
+    with atomic_write(data_dir / MANIFEST_NAME) as stream:
+        json.dump(manifest, stream, indent=2, ensure_ascii=False)
+        stream.write("\n")
+
+
+def load_manifest(data_dir: str | Path) -> dict[str, Any]:
+    """Read the manifest of a data dir written by ``preprocess``.
+
+    Raises:
+        DataError: no manifest (not a data dir), or one this version cannot read.
+    """
+    path = Path(data_dir) / MANIFEST_NAME
+    if not path.is_file():
+        raise DataError(
+            "not an nmtkit data directory, run nmtkit preprocess",
+            where=str(data_dir),
+            hint=f"no {MANIFEST_NAME} in it",
+        )
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"unreadable manifest: {exc}", where=str(path)) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise DataError("not an nmtkit data manifest", where=str(path))
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise DataError(
+            f"data format version {manifest.get('format_version')}, expected {FORMAT_VERSION}",
+            where=str(path),
+            hint="rerun nmtkit preprocess with this version",
+        )
+    return manifest
+
+
+def load_pipeline(data_dir: str | Path, lang: str) -> TextPipeline:
+    """Build the ``TextPipeline`` that ``preprocess`` used for ``lang`` in ``data_dir``.
+
+    Raises:
+        DataError: not a data dir, or ``lang`` is not one of its languages.
+    """
+    manifest = load_manifest(data_dir)
+    models = manifest["spm_models"]
+    if lang not in models:
+        raise DataError(f"no language '{lang}' here (has {', '.join(models)})", where=str(data_dir))
+    settings = TextSettings.from_dict(manifest["config"]["text"])
+    return TextPipeline(settings, lang, (Path(data_dir) / models[lang]).read_bytes())
+
+
+def check_destdir(destdir: Path, inputs: Sequence[str | Path]) -> None:
+    """Check that ``destdir`` may be (re)placed: absent, empty or a data dir, holding no input.
+
+    Raises:
+        DataError: ``destdir`` is a file, a folder of something else, or holds an input corpus.
+    """
+    if destdir.exists() and not destdir.is_dir():
+        raise DataError("exists and is not a folder", where=str(destdir))
+    if destdir.is_dir() and any(destdir.iterdir()) and not (destdir / MANIFEST_NAME).is_file():
+        raise DataError(
+            "exists and is not an nmtkit data directory, so it will not be replaced",
+            where=str(destdir),
+            hint="choose another destdir or remove it",
+        )
+    root = destdir.resolve()
+    for path in inputs:
+        if root in Path(path).resolve().parents:
+            raise DataError("input corpus lies inside destdir", where=str(path))
+
+
+@contextlib.contextmanager
+def staged_dir(destdir: Path) -> Iterator[Path]:
+    """Yield a fresh ``destdir.tmp-XXXX`` beside ``destdir``; move it into place on success.
+
+    An existing ``destdir`` is replaced only on success. On any exception, Ctrl-C included, the
+    staging folder is deleted and ``destdir`` is left as it was.
+    """
+    destdir = destdir.resolve()
+    destdir.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        tmp = destdir.with_name(f"{destdir.name}.tmp-{secrets.token_hex(4)}")
+        with contextlib.suppress(FileExistsError):
+            tmp.mkdir()
+            break
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if destdir.exists():
+        old = tmp.with_name(tmp.name.replace(".tmp-", ".old-"))
+        os.rename(destdir, old)
+        os.rename(tmp, destdir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, destdir)

@@ -1,0 +1,168 @@
+"""Binarized token datasets read through numpy memmaps (fairseq ``MMapIndexedDataset`` style).
+
+A dataset with prefix ``P`` is two ``.npy`` files, both opened with ``np.load(mmap_mode="r")``:
+
+- ``P.bin``: every sentence's token ids back to back, 1-D, ``uint16`` when the largest id is
+  below 65535, else ``int32`` (the ``.npy`` header records which).
+- ``P.idx``: ``int64`` offsets into ``P.bin``, length n + 1; sentence i is
+  ``bin[idx[i]:idx[i + 1]]``. Sentences carry no EOS.
+"""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from nmtkit.errors import DataError
+from nmtkit.files import atomic_path
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 20  # tokens copied per step when converting the scratch file
+_SMALL_MAX = np.iinfo(np.uint16).max  # ids must stay below it to fit uint16
+_DTYPES = (np.dtype(np.uint16), np.dtype(np.int32))
+
+
+def bin_path(prefix: Path) -> Path:
+    """Return the token file of the dataset at ``prefix``."""
+    return prefix.with_name(prefix.name + ".bin")
+
+
+def idx_path(prefix: Path) -> Path:
+    """Return the offsets file of the dataset at ``prefix``."""
+    return prefix.with_name(prefix.name + ".idx")
+
+
+def write_dataset(prefix: Path, sequences: Iterable[Sequence[int] | np.ndarray]) -> int:
+    """Write sequences of token ids as ``prefix.bin`` and ``prefix.idx``, each atomically.
+
+    Tokens stream through an int32 scratch file, so memory holds only the offsets (8 bytes a
+    sequence), never the tokens.
+
+    Returns:
+        The number of sequences written.
+
+    Raises:
+        DataError: an id is negative or does not fit int32.
+    """
+    prefix = Path(prefix)
+    scratch = prefix.with_name(prefix.name + ".scratch")
+    offsets = array("q", [0])
+    largest = -1
+    try:
+        with open(scratch, "wb") as stream:
+            for number, sequence in enumerate(sequences):
+                ids = np.asarray(sequence, dtype=np.int64).reshape(-1)
+                if ids.size:
+                    if ids.min() < 0 or ids.max() > np.iinfo(np.int32).max:
+                        raise DataError(f"token id out of range in sequence {number}")
+                    largest = max(largest, int(ids.max()))
+                stream.write(ids.astype(np.int32).tobytes())
+                offsets.append(offsets[-1] + ids.size)
+        dtype = _DTYPES[0] if largest < _SMALL_MAX else _DTYPES[1]
+        _convert_scratch(scratch, bin_path(prefix), dtype, offsets[-1])
+    finally:
+        if scratch.exists():
+            scratch.unlink()
+    with atomic_path(idx_path(prefix)) as tmp, open(tmp, "wb") as stream:
+        np.save(stream, np.frombuffer(offsets, dtype=np.int64))
+    log.debug(
+        "wrote %d sequences, %d tokens (%s) to %s", len(offsets) - 1, offsets[-1], dtype, prefix
+    )
+    return len(offsets) - 1
+
+
+def _convert_scratch(scratch: Path, path: Path, dtype: np.dtype, num_tokens: int) -> None:
+    """Copy the raw int32 scratch tokens into a ``.npy`` of ``dtype``, chunk by chunk."""
+    with atomic_path(path) as tmp:
+        target = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(num_tokens,))
+        if num_tokens:
+            source = np.memmap(scratch, dtype=np.int32, mode="r", shape=(num_tokens,))
+            for start in range(0, num_tokens, _CHUNK):
+                target[start : start + _CHUNK] = source[start : start + _CHUNK]
+            del source
+        target.flush()
+        del target
+
+
+class TokenDataset:
+    """Read a binarized dataset in constant memory: tokens stay on disk behind a memmap.
+
+    Args:
+        prefix: the dataset path without ``.bin``/``.idx``, e.g. ``data_dir / "train.de"``.
+
+    Attributes:
+        lengths: int64 token count of each sentence (no EOS), [n].
+
+    Raises:
+        DataError: the files are missing or inconsistent.
+    """
+
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = Path(prefix)
+        self._tokens = _load_array(bin_path(self.prefix))
+        self._offsets = _load_array(idx_path(self.prefix))
+        self._check()
+        self.lengths: np.ndarray = np.diff(self._offsets).astype(np.int64)
+
+    def _check(self) -> None:
+        where = str(self.prefix)
+        if self._tokens.ndim != 1 or self._tokens.dtype not in _DTYPES:
+            raise DataError(
+                f"token file holds {self._tokens.dtype} {self._tokens.shape}", where=where
+            )
+        offsets = self._offsets
+        if offsets.ndim != 1 or offsets.dtype != np.int64 or offsets.size == 0 or offsets[0] != 0:
+            raise DataError("offsets file is not int64 offsets starting at 0", where=where)
+        if offsets[-1] != self._tokens.size or np.any(np.diff(offsets) < 0):
+            raise DataError(
+                f"offsets do not match the {self._tokens.size} tokens",
+                where=where,
+                hint="rerun nmtkit preprocess",
+            )
+
+    def __reduce__(self) -> tuple[type, tuple[Path]]:
+        # Pickle by path, so DataLoader workers reopen the memmap instead of copying the tokens.
+        return (TokenDataset, (self.prefix,))
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The on-disk dtype of the tokens (uint16 or int32)."""
+        return self._tokens.dtype
+
+    @property
+    def num_tokens(self) -> int:
+        """Total number of tokens over all sentences."""
+        return int(self._tokens.size)
+
+    def __len__(self) -> int:
+        return int(self._offsets.size - 1)
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        """Return a copy of sentence ``index``'s ids as int64, [length]."""
+        size = len(self)
+        if not -size <= index < size:
+            raise IndexError(f"sentence {index} out of range for {size} sentences")
+        index %= size
+        start, end = self._offsets[index], self._offsets[index + 1]
+        return np.array(self._tokens[start:end], dtype=np.int64)
+
+    def count(self, token_id: int) -> int:
+        """Return how often ``token_id`` occurs in the whole dataset (e.g. UNK_ID)."""
+        total = 0
+        for start in range(0, self.num_tokens, _CHUNK):
+            total += int(np.count_nonzero(self._tokens[start : start + _CHUNK] == token_id))
+        return total
+
+
+def _load_array(path: Path) -> np.ndarray:
+    if not path.is_file():
+        raise DataError("no such dataset file", where=str(path), hint="run nmtkit preprocess")
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise DataError(f"corrupt dataset file: {exc}", where=str(path)) from None

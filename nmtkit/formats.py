@@ -1,0 +1,70 @@
+"""Output formats of ``translate``: plain text, Moses n-best lists, and JSON lines."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import IO
+
+from nmtkit.errors import ConfigError
+from nmtkit.files import atomic_write
+from nmtkit.translate import Translation
+
+
+def format_text(item: Translation) -> str:
+    return item.text + "\n"
+
+
+def format_nbest(item: Translation) -> str:
+    """Moses n-best lines: ``i ||| hypothesis ||| score`` (0-based sentence number)."""
+    return "".join(f"{item.index} ||| {c.text} ||| {c.score:.6f}\n" for c in item.candidates)
+
+
+def format_jsonl(item: Translation) -> str:
+    """One JSON object per sentence: source, best translation, score, alignment and n-best."""
+    best = item.candidates[0]
+    record = {
+        "id": item.index,
+        "src": item.source,
+        "hyp": best.text,
+        "score": round(best.score, 6),
+        "alignment": best.alignment,
+        "nbest": [
+            {"hyp": c.text, "score": round(c.score, 6), "alignment": c.alignment}
+            for c in item.candidates
+        ],
+    }
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+FORMATS: dict[str, Callable[[Translation], str]] = {
+    "text": format_text,
+    "nbest": format_nbest,
+    "jsonl": format_jsonl,
+}
+
+
+@contextlib.contextmanager
+def open_translation_writer(path: str, fmt: str) -> Iterator[Callable[[Translation], None]]:
+    """Yield a function that writes one translation in ``fmt`` to ``path`` ('-' is stdout).
+
+    Output to a file is atomic (renamed into place at the end); stdout is flushed after each
+    translation so that pipes and terminals see results as they come.
+
+    Raises:
+        ConfigError: unknown format.
+    """
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown output format {fmt!r}; formats: {', '.join(FORMATS)}")
+    formatter = FORMATS[fmt]
+    with contextlib.ExitStack() as stack:
+        stream: IO[str] = sys.stdout if path == "-" else stack.enter_context(atomic_write(path))
+
+        def write(item: Translation) -> None:
+            stream.write(formatter(item))
+            if path == "-":
+                stream.flush()
+
+        yield write

@@ -1,0 +1,13 @@
+"""RNNsearch and its relatives, built from registered components.
+
+Shape glossary, used in every docstring and trailing shape comment:
+    B batch, K beam, S source length, T target length, E embedding width,
+    H encoder width per direction (bidirectional annotations are 2H wide), D decoder state,
+    A attention hidden size, M readout (maxout) width, V target vocabulary.
+    Flattened beams are written B*K.
+"""
+
+from nmtkit.models import attention, decoders, encoders  # noqa: F401  (registration)
+from nmtkit.models.seq2seq import Seq2Seq, build_model
+
+__all__ = ["Seq2Seq", "build_model"]

@@ -1,0 +1,57 @@
+"""Attention scorers: the additive alignment model of RNNsearch (Bahdanau et al., 2015, A.1.2)
+and the fixed context of RNNencdec (Cho et al., 2014)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from nmtkit.registry import AttentionScorer, register
+
+
+@register("attention", "additive")
+class AdditiveAttention(AttentionScorer):
+    """Alignment model e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j) (A.1.2), softmax over j."""
+
+    description = "Bahdanau additive score v^T tanh(W s + U h), U h precomputed once per sentence"
+
+    @dataclass(frozen=True, kw_only=True, slots=True)
+    class Config:
+        hidden_size: int = 512  # A (paper: 1000)
+
+    def __init__(self, config: Config, *, query_size: int, key_size: int) -> None:
+        super().__init__(config, query_size=query_size, key_size=key_size)
+        self.query_proj = nn.Linear(query_size, config.hidden_size, bias=False)  # W_a
+        self.key_proj = nn.Linear(key_size, config.hidden_size)  # U_a
+        self.v = nn.Linear(config.hidden_size, 1, bias=False)  # v_a
+
+    def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
+        """Precompute U_a h_j once per sentence: [B, S, 2H] -> [B, S, A]."""
+        return self.key_proj(annotations)
+
+    def forward(self, query: Tensor, keys: Tensor, pad_mask: Tensor) -> Tensor:
+        """Return weights alpha_ij [B, S] for state s_{i-1} [B, D] over projected keys [B, S, A]."""
+        energies = self.v(torch.tanh(self.query_proj(query)[:, None] + keys)).squeeze(-1)  # [B, S]
+        return energies.masked_fill(pad_mask, float("-inf")).softmax(dim=-1)
+
+
+@register("attention", "none")
+class FixedContext(AttentionScorer):
+    """No attention (RNNencdec): every step sees the same context, the last real annotation.
+
+    With the unidirectional ``rnn`` encoder that annotation is the encoder's final state, the
+    fixed-length vector c of Cho et al. (2014).
+    """
+
+    description = "no attention: a fixed context, the last annotation (RNNencdec baseline)"
+
+    def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
+        """The weights themselves: one-hot on the last real position, [B, S]."""
+        last = (~pad_mask).sum(dim=1, keepdim=True) - 1  # [B, 1]
+        positions = torch.arange(pad_mask.size(1), device=pad_mask.device)[None]  # [1, S]
+        return (positions == last).to(torch.get_default_dtype())
+
+    def forward(self, query: Tensor, keys: Tensor, pad_mask: Tensor) -> Tensor:
+        return keys.to(query.dtype)

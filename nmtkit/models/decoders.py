@@ -1,0 +1,136 @@
+"""The RNNsearch decoder (Bahdanau et al., 2015, A.2.2): a GRU that attends from s_{i-1},
+reads c_i together with y_{i-1}, and predicts y_i through a maxout deep output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from nmtkit.errors import ConfigError
+from nmtkit.registry import (
+    AttentionScorer,
+    Decoder,
+    DecoderOutput,
+    DecoderState,
+    EncoderOutput,
+    StepOutput,
+    register,
+)
+
+
+@register("decoder", "gru")
+class GRUDecoder(Decoder):
+    """s_i = GRU(s_{i-1}, [E y_{i-1}; c_i]) with c_i = sum_j alpha_ij h_j and alpha_i from s_{i-1};
+    p(y_i) = softmax(W_o maxout(U_o s_i + V_o E y_{i-1} + C_o c_i)); s_0 = tanh(W_s summary).
+
+    The embedding's share of the GRU input gates (and of the readout) is computed for all steps
+    at once under teacher forcing, so the time loop holds only what truly recurs.
+    """
+
+    description = (
+        "RNNsearch GRU decoder: attend from s_{i-1}, GRU on [y_{i-1}; c_i], maxout readout"
+    )
+
+    @dataclass(frozen=True, kw_only=True, slots=True)
+    class Config:
+        hidden_size: int = 512  # D (paper: 1000)
+        readout_size: int = 256  # M, after maxout over pairs (paper: 500)
+        tie_embeddings: bool = False  # share the target embedding with the output projection
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        vocab_size: int,
+        embed_size: int,
+        annotation_size: int,
+        summary_size: int,
+        attention: AttentionScorer,
+        dropout: float,
+    ) -> None:
+        super().__init__(
+            config,
+            vocab_size=vocab_size,
+            embed_size=embed_size,
+            annotation_size=annotation_size,
+            summary_size=summary_size,
+            attention=attention,
+            dropout=dropout,
+        )
+        d, m = config.hidden_size, config.readout_size
+        self.embed = nn.Embedding(vocab_size, embed_size)
+        self.attention = attention
+        self.init_proj = nn.Linear(summary_size, d)  # W_s
+        self.input_from_embed = nn.Linear(embed_size, 3 * d)  # GRU input gates, y part
+        self.input_from_context = nn.Linear(annotation_size, 3 * d, bias=False)  # c part
+        self.hidden_to_gates = nn.Linear(d, 3 * d)  # GRU recurrent gates
+        self.readout_state = nn.Linear(d, 2 * m)  # U_o
+        self.readout_embed = nn.Linear(embed_size, 2 * m, bias=False)  # V_o
+        self.readout_context = nn.Linear(annotation_size, 2 * m, bias=False)  # C_o
+        self.output = nn.Linear(m, vocab_size)  # W_o
+        if config.tie_embeddings:
+            if m != embed_size:
+                raise ConfigError("tie_embeddings needs readout_size == embed_size")
+            self.output.weight = self.embed.weight
+        self.dropout = nn.Dropout(dropout)
+
+    def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
+        keys = self.attention.project_keys(encoder_out.annotations, encoder_out.pad_mask)
+        return DecoderState(
+            hidden=torch.tanh(self.init_proj(encoder_out.summary)),  # s_0 [B, D]
+            annotations=encoder_out.annotations,
+            keys=keys,
+            pad_mask=encoder_out.pad_mask,
+        )
+
+    def _recur(self, embed_gates: Tensor, state: DecoderState) -> tuple[Tensor, Tensor, Tensor]:
+        """One GRU step from s_{i-1}: return s_i [B, D], c_i [B, 2H], alpha_i [B, S]."""
+        hidden = state.hidden
+        weights = self.attention(hidden, state.keys, state.pad_mask)  # [B, S]
+        context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, 2H]
+        gates_in = embed_gates + self.input_from_context(context)  # [B, 3D]
+        gates_h = self.hidden_to_gates(hidden)  # [B, 3D]
+        in_r, in_z, in_n = gates_in.chunk(3, dim=-1)
+        h_r, h_z, h_n = gates_h.chunk(3, dim=-1)
+        reset = torch.sigmoid(in_r + h_r)
+        update = torch.sigmoid(in_z + h_z)
+        candidate = torch.tanh(in_n + reset * h_n)
+        hidden = candidate + update * (hidden - candidate)  # (1-z) n + z s_{i-1}
+        return hidden, context, weights
+
+    def _readout(self, hidden: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
+        """Maxout deep output t_i over (s_i, E y_{i-1}, c_i): [..., M]."""
+        pre = (
+            self.readout_state(hidden)
+            + self.readout_embed(embedded)
+            + self.readout_context(context)
+        )
+        pre = pre.unflatten(-1, (-1, 2)).amax(dim=-1)  # [..., M]
+        return self.dropout(pre)
+
+    def forward(self, tgt_in: Tensor, encoder_out: EncoderOutput) -> DecoderOutput:
+        embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
+        embed_gates = self.input_from_embed(embedded)  # [B, T, 3D]
+        state = self.init_state(encoder_out)
+        hiddens, contexts, weights = [], [], []
+        for i in range(tgt_in.size(1)):
+            hidden, context, alpha = self._recur(embed_gates[:, i], state)
+            state = state.with_hidden(hidden)
+            hiddens.append(hidden)
+            contexts.append(context)
+            weights.append(alpha)
+        readout = self._readout(
+            torch.stack(hiddens, dim=1), embedded, torch.stack(contexts, dim=1)
+        )  # [B, T, M]
+        return DecoderOutput(readout=readout, weights=torch.stack(weights, dim=1))  # [B, T, S]
+
+    def logits(self, readout: Tensor) -> Tensor:
+        return self.output(readout)  # [..., V]
+
+    def step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
+        embedded = self.embed(prev_tokens)  # [B, E]
+        hidden, context, weights = self._recur(self.input_from_embed(embedded), state)
+        log_probs = self.logits(self._readout(hidden, embedded, context)).log_softmax(dim=-1)
+        return StepOutput(log_probs=log_probs, state=state.with_hidden(hidden), weights=weights)

@@ -1,0 +1,94 @@
+"""Seq2Seq: source embedding, a registered encoder, and a registered decoder with its attention."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from nmtkit import registry
+from nmtkit.config import ModelConfig
+from nmtkit.registry import Batch, DecoderState, EncoderOutput, StepOutput
+
+
+class Seq2Seq(nn.Module):
+    """An encoder–decoder translation model assembled from registry components."""
+
+    def __init__(
+        self, config: ModelConfig, *, src_vocab_size: int, tgt_vocab_size: int, pad_id: int
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.pad_id = pad_id
+        self.src_embed = nn.Embedding(src_vocab_size, config.embed_size)
+        self.encoder = registry.get("encoder", config.encoder.name)(
+            config.encoder.options, input_size=config.embed_size
+        )
+        attention = registry.get("attention", config.attention.name)(
+            config.attention.options,
+            query_size=config.decoder.options.hidden_size,
+            key_size=self.encoder.output_size,
+        )
+        self.decoder = registry.get("decoder", config.decoder.name)(
+            config.decoder.options,
+            vocab_size=tgt_vocab_size,
+            embed_size=config.embed_size,
+            annotation_size=self.encoder.output_size,
+            summary_size=self.encoder.summary_size,
+            attention=attention,
+            dropout=config.dropout,
+        )
+        self.dropout = nn.Dropout(config.dropout)
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Draw every parameter from uniform(-init_scale, init_scale)."""
+        scale = self.config.init_scale
+        with torch.no_grad():
+            for param in self.parameters():
+                param.uniform_(-scale, scale, generator=generator)
+
+    def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
+        """Encode source ids [B, S] (each ending in EOS) of real lengths [B]."""
+        pad_mask = src == self.pad_id  # [B, S]
+        return self.encoder(self.dropout(self.src_embed(src)), lengths, pad_mask)
+
+    def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
+        return self.decoder.init_state(encoder_out)
+
+    def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
+        return self.decoder.step(prev_tokens, state)
+
+    def forward(self, batch: Batch) -> tuple[Tensor, Tensor]:
+        """Teacher-forced logits of the real target positions [N, V] and weights [B, T, S]."""
+        out = self.decoder(batch.tgt_in, self.encode(batch.src, batch.src_lengths))
+        real = batch.tgt_out != self.pad_id  # [B, T]
+        # Project only real positions: the V-wide output layer is the largest matmul.
+        return self.decoder.logits(out.readout[real]), out.weights  # [N, V]
+
+    def loss(self, batch: Batch, *, label_smoothing: float = 0.0) -> tuple[Tensor, Tensor]:
+        """Return the summed smoothed loss and the summed NLL over real target tokens."""
+        logits, _ = self(batch)
+        targets = batch.tgt_out[batch.tgt_out != self.pad_id]  # [N]
+        log_probs = logits.float().log_softmax(dim=-1)
+        nll = -log_probs.gather(1, targets[:, None]).squeeze(1)  # [N]
+        if label_smoothing > 0:
+            smooth = -log_probs.mean(dim=-1)
+            loss = (1 - label_smoothing) * nll + label_smoothing * smooth
+        else:
+            loss = nll
+        return loss.sum(), nll.sum().detach()
+
+    def force_decode(self, batch: Batch) -> Tensor:
+        """Attention weights [B, T, S] of teacher-forced decoding of ``batch.tgt_in``."""
+        encoder_out = self.encode(batch.src, batch.src_lengths)
+        return self.decoder(batch.tgt_in, encoder_out).weights
+
+
+def build_model(
+    config: ModelConfig, *, src_vocab_size: int, tgt_vocab_size: int, pad_id: int
+) -> Seq2Seq:
+    """Build a model with freshly initialized parameters."""
+    model = Seq2Seq(
+        config, src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, pad_id=pad_id
+    )
+    model.reset_parameters()
+    return model

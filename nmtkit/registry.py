@@ -1,0 +1,342 @@
+"""The plugin registry: the contracts each kind of component meets, the values they exchange,
+and name-based lookup with third-party discovery through the ``nmtkit.plugins`` entry points.
+
+Shapes use the letters of :mod:`nmtkit.models`: B batch, S source length, T target length,
+E embedding, H encoder width per direction (annotations are ``Encoder.output_size`` wide),
+D decoder state, A attention hidden size, V target vocabulary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib.metadata
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from torch import Tensor, nn
+
+from nmtkit.errors import PluginError
+
+log = logging.getLogger(__name__)
+
+PLUGIN_GROUP = "nmtkit.plugins"
+
+
+# ---------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Padded id tensors of one batch (PAD = 0).
+
+    Attributes:
+        src: source ids ending in EOS, [B, S]; src_lengths [B] (EOS included).
+        tgt_in: BOS + target ids, [B, T]; tgt_out: target ids + EOS, [B, T].
+        indices: the sentences' positions in their dataset or input, [B].
+        num_tgt_tokens: real (non-pad) positions of ``tgt_out``.
+    """
+
+    src: Tensor
+    src_lengths: Tensor
+    tgt_in: Tensor
+    tgt_out: Tensor
+    indices: Tensor
+    num_tgt_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class EncoderOutput:
+    """What an encoder hands to the decoder.
+
+    Attributes:
+        annotations: h_j for every source position, [B, S, output_size].
+        pad_mask: True at padding, [B, S].
+        summary: one vector per sentence from which the decoder's s_0 is made, [B, summary_size]
+            (RNNsearch: the backward state at the first word, ←h_1).
+    """
+
+    annotations: Tensor
+    pad_mask: Tensor
+    summary: Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class DecoderState:
+    """The decoder's state between steps, re-indexed by :meth:`select` as beams are pruned.
+
+    Attributes:
+        hidden: s_{i-1}, [B, D].
+        annotations: h_j, [B, S, 2H].
+        keys: the attention's projected annotations (e.g. U_a h_j), computed once per sentence.
+        pad_mask: True at padding, [B, S].
+    """
+
+    hidden: Tensor
+    annotations: Tensor
+    keys: Tensor
+    pad_mask: Tensor
+
+    def with_hidden(self, hidden: Tensor) -> DecoderState:
+        """The same sentences one step on: s_i in place of s_{i-1}."""
+        return dataclasses.replace(self, hidden=hidden)
+
+    def select(self, index: Tensor) -> DecoderState:
+        """Keep (and repeat) the rows in ``index`` [B'] of every tensor."""
+        return DecoderState(
+            hidden=self.hidden.index_select(0, index),
+            annotations=self.annotations.index_select(0, index),
+            keys=self.keys.index_select(0, index),
+            pad_mask=self.pad_mask.index_select(0, index),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutput:
+    """One decoding step: log p(y_i | y_<i, x) [B, V], the new state, and alpha_i [B, S]."""
+
+    log_probs: Tensor
+    state: DecoderState
+    weights: Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class DecoderOutput:
+    """Teacher-forced decoding: readout vectors t_i [B, T, M] and attention weights [B, T, S]."""
+
+    readout: Tensor
+    weights: Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class Hypothesis:
+    """One finished translation of one sentence.
+
+    Attributes:
+        tokens: target ids without BOS and EOS.
+        score: the length-normalized score the search ranked it by.
+        log_prob: sum of the token log-probabilities, EOS included (not normalized).
+        weights: attention weights per output step (EOS step included), [len(tokens)+1, S].
+    """
+
+    tokens: list[int]
+    score: float
+    log_prob: float
+    weights: Tensor | None = None
+
+
+# ------------------------------------------------------------------------- contracts
+
+
+class Component:
+    """Base of every registered class: ``Config`` is a frozen dataclass of its options."""
+
+    @dataclass(frozen=True, kw_only=True, slots=True)
+    class Config:
+        pass
+
+    description: ClassVar[str] = ""
+
+
+class Encoder(nn.Module, Component):
+    """Reads embedded source words and returns per-position annotations and a summary."""
+
+    output_size: int
+    summary_size: int
+
+    def __init__(self, config: Any, *, input_size: int) -> None:
+        super().__init__()
+
+    def forward(self, embedded: Tensor, lengths: Tensor, pad_mask: Tensor) -> EncoderOutput:
+        """Encode ``embedded`` [B, S, E] whose real lengths are ``lengths`` [B]."""
+        raise NotImplementedError
+
+
+class AttentionScorer(nn.Module, Component):
+    """Scores every annotation against the decoder's query and returns weights alpha_ij."""
+
+    def __init__(self, config: Any, *, query_size: int, key_size: int) -> None:
+        super().__init__()
+
+    def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
+        """Precompute what depends on the annotations only, once per sentence: [B, S, ...]."""
+        raise NotImplementedError
+
+    def forward(self, query: Tensor, keys: Tensor, pad_mask: Tensor) -> Tensor:
+        """Return weights [B, S] for ``query`` [B, D]: sum 1 over real positions, 0 on padding."""
+        raise NotImplementedError
+
+
+class Decoder(nn.Module, Component):
+    """Generates target words from the annotations through an attention scorer."""
+
+    def __init__(
+        self,
+        config: Any,
+        *,
+        vocab_size: int,
+        embed_size: int,
+        annotation_size: int,
+        summary_size: int,
+        attention: AttentionScorer,
+        dropout: float,
+    ) -> None:
+        super().__init__()
+
+    def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
+        """Return s_0 and the precomputed keys for ``encoder_out``."""
+        raise NotImplementedError
+
+    def forward(self, tgt_in: Tensor, encoder_out: EncoderOutput) -> DecoderOutput:
+        """Teacher forcing over ``tgt_in`` [B, T] (BOS + y_1..y_{T-1})."""
+        raise NotImplementedError
+
+    def logits(self, readout: Tensor) -> Tensor:
+        """Project readout vectors [..., M] to logits [..., V]."""
+        raise NotImplementedError
+
+    def step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
+        """Advance one step from y_{i-1} [B] and s_{i-1}."""
+        raise NotImplementedError
+
+
+class Translatable(Protocol):
+    """What a search strategy needs from a model."""
+
+    def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput: ...
+
+    def init_state(self, encoder_out: EncoderOutput) -> DecoderState: ...
+
+    def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput: ...
+
+
+class SearchStrategy(Component):
+    """Finds translations for a batch of source sentences, batched over sentences and beams."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+    def search(
+        self,
+        model: Translatable,
+        src: Tensor,
+        lengths: Tensor,
+        *,
+        max_lengths: Tensor,
+        bos_id: int,
+        eos_id: int,
+        with_weights: bool = False,
+    ) -> list[list[Hypothesis]]:
+        """Return the hypotheses of each sentence of ``src`` [B, S], best first.
+
+        ``max_lengths`` [B] caps each output's length, EOS excluded. ``with_weights`` keeps
+        each hypothesis's attention weights.
+        """
+        raise NotImplementedError
+
+
+# -------------------------------------------------------------------------- registry
+
+CONTRACTS: dict[str, type] = {
+    "encoder": Encoder,
+    "attention": AttentionScorer,
+    "decoder": Decoder,
+    "search": SearchStrategy,
+}
+_registry: dict[str, dict[str, type]] = {kind: {} for kind in CONTRACTS}
+_owners: dict[tuple[str, str], str] = {}
+_discovered = False
+
+C = TypeVar("C", bound=type)
+
+
+def register(kind: str, name: str) -> Callable[[C], C]:
+    """Class decorator: register a component of ``kind`` under ``name``.
+
+    Raises:
+        PluginError: unknown kind, a class that does not subclass the kind's contract or lacks a
+            ``Config`` dataclass, or a name that is taken.
+    """
+
+    def decorate(cls: C) -> C:
+        if kind not in CONTRACTS:
+            raise PluginError(f"unknown component kind {kind!r}; kinds are {', '.join(CONTRACTS)}")
+        if not issubclass(cls, CONTRACTS[kind]):
+            raise PluginError(f"{cls.__qualname__} must subclass {CONTRACTS[kind].__name__}")
+        if not dataclasses.is_dataclass(getattr(cls, "Config", None)):
+            raise PluginError(f"{cls.__qualname__} needs a Config dataclass")
+        owner = cls.__module__
+        if name in _registry[kind]:
+            raise PluginError(
+                f"{kind} {name!r} is registered twice: by {_owners[(kind, name)]} and by {owner}"
+            )
+        _registry[kind][name] = cls
+        _owners[(kind, name)] = owner
+        return cls
+
+    return decorate
+
+
+def get(kind: str, name: str) -> type:
+    """Return the class registered as ``name`` of ``kind``.
+
+    Raises:
+        PluginError: no such name; the message lists the registered ones and the closest match.
+    """
+    _load_builtins()
+    if name not in _registry[kind]:
+        discover_plugins()
+    if name not in _registry[kind]:
+        known = sorted(_registry[kind])
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else None
+        raise PluginError(f"unknown {kind} {name!r}; registered: {', '.join(known)}", hint=hint)
+    return _registry[kind][name]
+
+
+def names(kind: str) -> list[str]:
+    """Return every registered name of ``kind``, plugins included, sorted."""
+    _load_builtins()
+    discover_plugins()
+    return sorted(_registry[kind])
+
+
+def owner(kind: str, name: str) -> str:
+    """Return the module that registered ``name``."""
+    get(kind, name)
+    return _owners[(kind, name)]
+
+
+def _load_builtins() -> None:
+    # The built-in components register on import; importing here keeps registry.py at the bottom
+    # of the import graph for everyone else.
+    import nmtkit.models  # noqa: F401
+    import nmtkit.search  # noqa: F401
+
+
+def discover_plugins() -> None:
+    """Import every module named in the ``nmtkit.plugins`` entry-point group, once.
+
+    ``NMTKIT_DISABLE_PLUGINS=1`` skips discovery.
+
+    Raises:
+        PluginError: a plugin module fails to import (naming the entry point and distribution).
+    """
+    global _discovered
+    if _discovered or os.environ.get("NMTKIT_DISABLE_PLUGINS") == "1":
+        return
+    _discovered = True
+    for entry in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        dist = entry.dist.name if entry.dist else "unknown distribution"
+        try:
+            entry.load()
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {entry.name!r} from {dist} failed to load: {exc}", where=entry.value
+            ) from exc
+        log.debug("loaded plugin %s from %s", entry.name, dist)

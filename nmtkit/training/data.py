@@ -1,0 +1,87 @@
+"""What training reads from a data directory: token datasets, references and the vocabulary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from nmtkit.checkpoint import Vocabulary
+from nmtkit.data.batching import batch_by_tokens, collate
+from nmtkit.data.datadir import load_manifest, load_pipeline
+from nmtkit.data.dataset import TokenDataset
+from nmtkit.errors import DataError
+from nmtkit.files import read_lines
+from nmtkit.registry import Batch
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParallelSplit:
+    """One split of a data directory: source and target token datasets."""
+
+    src: TokenDataset
+    tgt: TokenDataset
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def batch(self, indices: np.ndarray) -> Batch:
+        """Collate the sentences at ``indices``."""
+        return collate(
+            [self.src[i] for i in indices], [self.tgt[i] for i in indices], indices.tolist()
+        )
+
+    def batches(self, *, max_tokens: int) -> list[np.ndarray]:
+        """Length-sorted batches in a fixed order (for evaluation)."""
+        return batch_by_tokens(self.src.lengths, self.tgt.lengths, max_tokens=max_tokens)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingData:
+    """The training and validation splits plus what a checkpoint needs to translate."""
+
+    train: ParallelSplit
+    valid: ParallelSplit | None
+    valid_refs: list[str]
+    vocab: Vocabulary
+
+    @classmethod
+    def load(cls, data_dir: Path) -> TrainingData:
+        """Open a data directory written by ``nmtkit preprocess``.
+
+        Raises:
+            DataError: not a data directory, or its files are missing or corrupt.
+        """
+        manifest = load_manifest(data_dir)
+        settings = manifest["config"]
+        src_lang, tgt_lang = settings["src_lang"], settings["tgt_lang"]
+
+        def split(name: str) -> ParallelSplit:
+            return ParallelSplit(
+                src=TokenDataset(data_dir / f"{name}.{src_lang}"),
+                tgt=TokenDataset(data_dir / f"{name}.{tgt_lang}"),
+            )
+
+        train = split("train")
+        if len(train) == 0:
+            raise DataError("the training set is empty", where=str(data_dir))
+        has_valid = (data_dir / f"valid.raw.{tgt_lang}").is_file()
+        src_text = load_pipeline(data_dir, src_lang)
+        tgt_text = load_pipeline(data_dir, tgt_lang)
+        vocab = Vocabulary(
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            settings=src_text.settings,
+            src_spm=src_text.spm_model,
+            tgt_spm=tgt_text.spm_model,
+            max_src_len=int(train.src.lengths.max()),
+        )
+        refs = (
+            [line or "" for line in read_lines(data_dir / f"valid.raw.{tgt_lang}")]
+            if has_valid
+            else []
+        )
+        return cls(
+            train=train, valid=split("valid") if has_valid else None, valid_refs=refs, vocab=vocab
+        )

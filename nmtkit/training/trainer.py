@@ -1,0 +1,419 @@
+"""train(): the update loop with validation (loss and BLEU), early stopping, checkpoints and resume."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nmtkit import checkpoint as ckpt
+from nmtkit.config import Config, TrainConfig, dump_yaml
+from nmtkit.console import progress
+from nmtkit.data.batching import epoch_batches
+from nmtkit.data.text import PAD_ID
+from nmtkit.errors import CheckpointError, ConfigError
+from nmtkit.evaluate import corpus_bleu
+from nmtkit.files import atomic_write
+from nmtkit.models import Seq2Seq, build_model
+from nmtkit.registry import get
+from nmtkit.training.data import TrainingData
+from nmtkit.training.schedule import Schedule, build_schedule
+from nmtkit.translate import decode_sequences
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrainResult:
+    """How a training run ended."""
+
+    model_dir: Path
+    steps: int
+    epochs: float
+    best_bleu: float | None
+    best_step: int | None
+    stop_reason: str
+    seconds: float
+
+
+@dataclass(kw_only=True)
+class RunState:
+    """Where a run stands; saved in ``train_state.pt`` so that a resumed run continues it."""
+
+    step: int = 0
+    epoch: int = 1
+    batch_in_epoch: int = 0  # batches of this epoch already consumed
+    best_bleu: float | None = None
+    best_step: int | None = None
+    bad_validations: int = 0
+    seconds: float = 0.0  # training wall time so far, across resumes
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's and torch's generators (nmtkit never uses numpy's global one)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def build_optimizer(config: TrainConfig, model: Seq2Seq) -> torch.optim.Optimizer:
+    """The optimizer named by ``config.optimizer``.
+
+    Raises:
+        ConfigError: unknown name.
+    """
+    factories = {
+        "adam": lambda p: torch.optim.Adam(p, lr=config.lr, betas=config.adam_betas),
+        "adadelta": lambda p: torch.optim.Adadelta(
+            p, lr=config.lr, rho=config.adadelta_rho, eps=config.adadelta_eps
+        ),
+    }
+    if config.optimizer not in factories:
+        raise ConfigError(
+            f"unknown optimizer {config.optimizer!r}; optimizers: {', '.join(factories)}",
+            where="train.optimizer",
+        )
+    return factories[config.optimizer](model.parameters())
+
+
+def train(
+    data_dir: Path,
+    model_dir: Path,
+    config: Config,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> TrainResult:
+    """Train a model on a preprocessed data directory, writing checkpoints into ``model_dir``.
+
+    Raises:
+        DataError: ``data_dir`` is not a data directory.
+        CheckpointError: ``model_dir`` holds another run (and neither resume nor overwrite is
+            asked), or ``resume`` finds nothing to resume or a different model.
+    """
+    _check_components(config)
+    data = TrainingData.load(Path(data_dir))
+    model_dir = Path(model_dir)
+    state_path = model_dir / ckpt.TRAIN_STATE
+    if resume and not state_path.is_file():
+        raise CheckpointError("nothing to resume here", where=str(model_dir), hint="drop --resume")
+    if not resume and state_path.is_file() and not overwrite:
+        raise CheckpointError(
+            "already holds a training run", where=str(model_dir), hint="--resume or --overwrite"
+        )
+    model_dir.mkdir(parents=True, exist_ok=True)
+    if config.train.threads:
+        torch.set_num_threads(config.train.threads)
+    seed_everything(config.train.seed)
+    model = build_model(
+        config.model,
+        src_vocab_size=_vocab_size(data, "src"),
+        tgt_vocab_size=_vocab_size(data, "tgt"),
+        pad_id=PAD_ID,
+    )
+    loop = TrainingLoop(data=data, model=model, config=config, model_dir=model_dir)
+    if resume:
+        loop.restore(ckpt.load_train_state(state_path))
+    else:
+        for name in (ckpt.METRICS, ckpt.LOG, ckpt.BEST, ckpt.LAST):
+            (model_dir / name).unlink(missing_ok=True)
+    with atomic_write(model_dir / ckpt.CONFIG) as stream:
+        stream.write(dump_yaml(config))
+    return loop.run()
+
+
+def _check_components(config: Config) -> None:
+    get("search", config.search.strategy.name)
+
+
+def _vocab_size(data: TrainingData, side: str) -> int:
+    src_text, tgt_text = data.vocab.pipelines()
+    return (src_text if side == "src" else tgt_text).vocab_size
+
+
+class TrainingLoop:
+    """One training run: updates, logging, validation, checkpoints."""
+
+    def __init__(
+        self, *, data: TrainingData, model: Seq2Seq, config: Config, model_dir: Path
+    ) -> None:
+        self.data, self.model, self.config, self.model_dir = data, model, config, model_dir
+        self.train_config = config.train
+        self.optimizer = build_optimizer(config.train, model)
+        self.schedule: Schedule = build_schedule(config.train)
+        self.state = RunState()
+        self.tgt_text = data.vocab.pipelines()[1]
+        self._log_file = model_dir / ckpt.LOG
+
+    # ------------------------------------------------------------------ state and resume
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "run": asdict(self.state),
+            "rng": torch.get_rng_state(),
+            "py_rng": list(random.getstate()[1]),
+            "config": self.config.to_dict(),
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Continue the run saved in ``saved`` (a ``train_state.pt``).
+
+        Raises:
+            CheckpointError: the saved run trained a different model.
+        """
+        if saved["config"]["model"] != self.config.to_dict()["model"]:
+            raise CheckpointError(
+                "the saved run has another model config",
+                hint="resume with the same --config and --set",
+            )
+        self.model.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.schedule.load_state_dict(saved["schedule"])
+        self.state = RunState(**saved["run"])
+        torch.set_rng_state(saved["rng"])
+        random.setstate((3, tuple(saved["py_rng"]), None))
+        log.info("resuming at step=%d epoch=%d", self.state.step, self.state.epoch)
+
+    def save(self, *, best: bool = False) -> None:
+        kwargs = dict(
+            model=self.model, config=self.config, vocab=self.data.vocab, step=self.state.step
+        )
+        ckpt.save_checkpoint(self.model_dir / ckpt.LAST, bleu=None, **kwargs)
+        if best:
+            ckpt.save_checkpoint(self.model_dir / ckpt.BEST, bleu=self.state.best_bleu, **kwargs)
+        ckpt.save_train_state(self.model_dir / ckpt.TRAIN_STATE, self.snapshot())
+
+    # ------------------------------------------------------------------------ the loop
+
+    def run(self) -> TrainResult:
+        started = time.monotonic() - self.state.seconds
+        reason = "interrupted"
+        try:
+            reason = self._epochs(started)
+        except KeyboardInterrupt:
+            self.state.seconds = time.monotonic() - started
+            self.save()
+            log.warning(
+                "interrupted at step=%d: saved %s", self.state.step, self.model_dir / ckpt.LAST
+            )
+            raise
+        self.state.seconds = time.monotonic() - started
+        if self.state.best_step != self.state.step and self.data.valid is not None:
+            self.validate(final=True)
+        self.save(best=self.data.valid is None)
+        log.info(
+            "stopped: %s; best val_bleu=%s at step=%s",
+            reason,
+            self.state.best_bleu,
+            self.state.best_step,
+        )
+        return TrainResult(
+            model_dir=self.model_dir,
+            steps=self.state.step,
+            epochs=self.state.epoch - 1 + self._epoch_fraction(),
+            best_bleu=self.state.best_bleu,
+            best_step=self.state.best_step,
+            stop_reason=reason,
+            seconds=self.state.seconds,
+        )
+
+    def _epoch_fraction(self) -> float:
+        total = len(self._batches(self.state.epoch))
+        return self.state.batch_in_epoch / max(1, total)
+
+    def _batches(self, epoch: int) -> list[np.ndarray]:
+        train = self.data.train
+        return epoch_batches(
+            train.src.lengths,
+            train.tgt.lengths,
+            max_tokens=self.train_config.max_tokens,
+            seed=self.train_config.seed,
+            epoch=epoch,
+        )
+
+    def _epochs(self, started: float) -> str:
+        cfg = self.train_config
+        total = cfg.max_updates
+        if total is None and cfg.max_epochs is not None:
+            total = cfg.max_epochs * len(self._batches(1))
+        window = _Window()
+        with progress("loss", "lr", "tok_s") as bar:
+            task = bar.add_task(
+                "train", total=total, completed=self.state.step, loss="-", lr="-", tok_s="-"
+            )
+            while cfg.max_epochs is None or self.state.epoch <= cfg.max_epochs:
+                batches = self._batches(self.state.epoch)
+                for indices in batches[self.state.batch_in_epoch :]:
+                    self._update(indices, window)
+                    bar.update(
+                        task,
+                        completed=self.state.step,
+                        description=f"epoch {self.state.epoch}",
+                        loss=f"{window.last_loss:.3f}",
+                        lr=f"{self._lr():.2g}",
+                        tok_s=f"{window.rate:.0f}",
+                    )
+                    if self.state.step % cfg.log_every == 0:
+                        self._log_train(window)
+                        window = _Window()
+                    reason = self._stop_reason(
+                        started, validate=self.state.step % cfg.validate_every == 0
+                    )
+                    if reason:
+                        return reason
+                self.state.epoch += 1
+                self.state.batch_in_epoch = 0
+                log.info("epoch %d done at step=%d", self.state.epoch - 1, self.state.step)
+            return "max_epochs"
+
+    def _lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def _update(self, indices: np.ndarray, window: _Window) -> None:
+        self.model.train()
+        batch = self.data.train.batch(indices)
+        lr = self.schedule.lr_at(self.state.step + 1)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        loss, nll = self.model.loss(batch, label_smoothing=self.train_config.label_smoothing)
+        self.optimizer.zero_grad(set_to_none=True)
+        (loss / batch.num_tgt_tokens).backward()
+        if self.train_config.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.train_config.clip_norm)
+        self.optimizer.step()
+        self.state.step += 1
+        self.state.batch_in_epoch += 1
+        window.add(float(loss.detach()), float(nll), batch.num_tgt_tokens)
+
+    def _stop_reason(self, started: float, *, validate: bool) -> str | None:
+        cfg = self.train_config
+        self.state.seconds = time.monotonic() - started
+        if validate and self.data.valid is not None and self.validate():
+            return "early_stopping"
+        if cfg.max_updates is not None and self.state.step >= cfg.max_updates:
+            return "max_updates"
+        if cfg.time_budget is not None and self.state.seconds >= cfg.time_budget * 60:
+            return "time_budget"
+        return None
+
+    # --------------------------------------------------------------------- reporting
+
+    def _write_metrics(self, record: dict[str, Any]) -> None:
+        with open(self.model_dir / ckpt.METRICS, "a", encoding="utf-8") as stream:
+            stream.write(json.dumps(record) + "\n")
+        line = " ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()
+        )
+        with open(self._log_file, "a", encoding="utf-8") as stream:
+            stream.write(line + "\n")
+        log.info("%s", line)
+
+    def _log_train(self, window: _Window) -> None:
+        self._write_metrics(
+            {
+                "kind": "train",
+                "step": self.state.step,
+                "epoch": self.state.epoch,
+                "loss": window.loss,
+                "nll": window.nll,
+                "ppl": math.exp(min(window.nll, 50.0)),
+                "lr": self._lr(),
+                "tok_s": window.rate,
+                "seconds": round(self.state.seconds, 1),
+            }
+        )
+
+    def validate(self, *, final: bool = False) -> bool:
+        """Validate, keep the best checkpoint, and return whether to stop early."""
+        valid = self.data.valid
+        assert valid is not None
+        val_nll = self._valid_nll()
+        bleu = self._valid_bleu()
+        improved = self.state.best_bleu is None or bleu.score > self.state.best_bleu
+        if improved:
+            self.state.best_bleu, self.state.best_step = bleu.score, self.state.step
+            self.state.bad_validations = 0
+        elif not final:
+            self.state.bad_validations += 1
+        if not final:  # the closing validation must not change a run that a resume continues
+            self.schedule.after_validation(bleu.score)
+        self._write_metrics(
+            {
+                "kind": "valid",
+                "step": self.state.step,
+                "val_loss": val_nll,
+                "val_ppl": math.exp(min(val_nll, 50.0)),
+                "val_bleu": bleu.score,
+                "best": self.state.best_bleu,
+                "signature": bleu.signature,
+            }
+        )
+        self.save(best=improved)
+        patience = self.train_config.patience
+        return patience > 0 and self.state.bad_validations >= patience
+
+    def _valid_nll(self) -> float:
+        valid = self.data.valid
+        assert valid is not None
+        self.model.eval()
+        total, tokens = 0.0, 0
+        with torch.inference_mode():
+            for indices in valid.batches(max_tokens=self.train_config.max_tokens):
+                batch = valid.batch(indices)
+                _, nll = self.model.loss(batch)
+                total += float(nll)
+                tokens += batch.num_tgt_tokens
+        return total / max(tokens, 1)
+
+    def _valid_bleu(self) -> Any:
+        valid = self.data.valid
+        assert valid is not None
+        search = self.config.search
+        hyps = decode_sequences(
+            self.model,
+            [valid.src[i].tolist() for i in range(len(valid))],
+            get("search", "greedy")(get("search", "greedy").Config()),
+            batch_size=search.batch_size,
+            max_len_a=search.max_len_a,
+            max_len_b=search.max_len_b,
+        )
+        texts = [self.tgt_text.decode(h[0].tokens) if h else "" for h in hyps]
+        return corpus_bleu(texts, self.data.valid_refs)
+
+
+class _Window:
+    """Sums over the updates since the last log line."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.loss_sum = self.nll_sum = 0.0
+        self.tokens = 0
+        self.last_loss = float("nan")
+
+    def add(self, loss: float, nll: float, tokens: int) -> None:
+        self.loss_sum += loss
+        self.nll_sum += nll
+        self.tokens += tokens
+        self.last_loss = loss / max(tokens, 1)
+
+    @property
+    def loss(self) -> float:
+        return self.loss_sum / max(self.tokens, 1)
+
+    @property
+    def nll(self) -> float:
+        return self.nll_sum / max(self.tokens, 1)
+
+    @property
+    def rate(self) -> float:
+        return self.tokens / max(time.monotonic() - self.started, 1e-9)

@@ -226,14 +226,15 @@ class SearchStrategy(Component):
         lengths: Tensor,
         *,
         max_lengths: Tensor,
+        pad_id: int,
         bos_id: int,
         eos_id: int,
         with_weights: bool = False,
     ) -> list[list[Hypothesis]]:
         """Return the hypotheses of each sentence of ``src`` [B, S], best first.
 
-        ``max_lengths`` [B] caps each output's length, EOS excluded. ``with_weights`` keeps
-        each hypothesis's attention weights.
+        ``max_lengths`` [B] caps each output's length, EOS excluded; PAD and BOS are never
+        generated. ``with_weights`` keeps each hypothesis's attention weights.
         """
         raise NotImplementedError
 

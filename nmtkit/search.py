@@ -16,12 +16,16 @@ from nmtkit.registry import Hypothesis, SearchStrategy, Translatable, register
 NEG_INF = float("-inf")
 
 
-def _force_eos(log_probs: Tensor, at_cap: Tensor, eos_id: int) -> Tensor:
-    """Leave only EOS possible in the rows where ``at_cap`` [N] is True: [N, V]."""
+def _next_word_log_probs(
+    log_probs: Tensor, at_cap: Tensor, *, banned: tuple[int, ...], eos_id: int
+) -> Tensor:
+    """Forbid the ``banned`` ids (PAD, BOS) and leave only EOS where ``at_cap`` [N]: [N, V]."""
+    log_probs = log_probs.float()
+    log_probs[:, list(banned)] = NEG_INF
     if not bool(at_cap.any()):
         return log_probs
     forced = torch.full_like(log_probs, NEG_INF)
-    forced[:, eos_id] = 0.0
+    forced[:, eos_id] = log_probs[:, eos_id]  # EOS keeps its own probability
     return torch.where(at_cap[:, None], forced, log_probs)
 
 
@@ -35,6 +39,7 @@ class GreedySearch(SearchStrategy):
     class Config:
         pass
 
+    @torch.no_grad()
     def search(
         self,
         model: Translatable,
@@ -42,6 +47,7 @@ class GreedySearch(SearchStrategy):
         lengths: Tensor,
         *,
         max_lengths: Tensor,
+        pad_id: int,
         bos_id: int,
         eos_id: int,
         with_weights: bool = False,
@@ -57,7 +63,9 @@ class GreedySearch(SearchStrategy):
         prev = torch.full((batch_size,), bos_id, dtype=torch.long)
         for t in range(steps):
             step = model.decode_step(prev, state)
-            log_probs = _force_eos(step.log_probs, max_lengths[active] <= t, eos_id)
+            log_probs = _next_word_log_probs(
+                step.log_probs, max_lengths[active] <= t, banned=(pad_id, bos_id), eos_id=eos_id
+            )
             best, word = log_probs.max(dim=-1)  # [b], [b]
             tokens[active, t] = word
             log_prob[active] += best
@@ -98,6 +106,7 @@ class BeamSearch(SearchStrategy):
         beam_size: int = 5
         length_penalty: float = 1.0  # alpha in score = log p / length^alpha; 0 = raw log p
 
+    @torch.no_grad()
     def search(
         self,
         model: Translatable,
@@ -105,6 +114,7 @@ class BeamSearch(SearchStrategy):
         lengths: Tensor,
         *,
         max_lengths: Tensor,
+        pad_id: int,
         bos_id: int,
         eos_id: int,
         with_weights: bool = False,
@@ -122,7 +132,9 @@ class BeamSearch(SearchStrategy):
         for t in range(int(max_lengths.max()) + 1):
             step = model.decode_step(prev, state)
             at_cap = (max_lengths[live] <= t).repeat_interleave(k)
-            log_probs = _force_eos(step.log_probs.float(), at_cap, eos_id)
+            log_probs = _next_word_log_probs(
+                step.log_probs, at_cap, banned=(pad_id, bos_id), eos_id=eos_id
+            )
             if with_weights:
                 attn = torch.cat([attn, step.weights.float()[:, None]], dim=1)  # [B*K, t+1, S]
             totals, rows, words = _expand(scores, log_probs)  # [b, 2K] each

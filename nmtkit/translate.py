@@ -21,7 +21,7 @@ from nmtkit.align import argmax_links, format_pharaoh, merge_to_words
 from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.config import ComponentSpec
 from nmtkit.data.batching import collate_source
-from nmtkit.data.text import BOS_ID, EOS_ID, word_index
+from nmtkit.data.text import BOS_ID, EOS_ID, PAD_ID, word_index
 from nmtkit.errors import ConfigError
 from nmtkit.files import read_lines
 from nmtkit.models import Seq2Seq
@@ -85,6 +85,7 @@ def decode_sequences(
                 src,
                 lengths,
                 max_lengths=max_lengths(lengths, a=max_len_a, b=max_len_b),
+                pad_id=PAD_ID,
                 bos_id=BOS_ID,
                 eos_id=EOS_ID,
                 with_weights=with_weights,

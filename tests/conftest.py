@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# CI runs with HYPOTHESIS_PROFILE=ci so that failures reproduce.
+# CI (CI=true) runs the derandomized profile so that failures reproduce.
 settings.register_profile("ci", derandomize=True, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +22,12 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data folder {path} is absent")
     return path
+
+
+@pytest.fixture(scope="session")
+def reverse_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A preprocessed reverse-the-sequence corpus (4000 train, 200 valid pairs)."""
+    from tests.toy_corpora import preprocess_toy, reverse_pairs
+
+    folder = tmp_path_factory.mktemp("reverse")
+    return preprocess_toy(folder, reverse_pairs(4000, seed=1), reverse_pairs(200, seed=2))

@@ -1,0 +1,49 @@
+"""Generated toy corpora (copy, reverse) that prove learning in seconds, and their preprocessing."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from nmtkit.data.preprocess import PreprocessConfig, preprocess
+from nmtkit.data.text import TextSettings
+
+SYMBOLS = [chr(ord("a") + i) for i in range(12)]
+
+
+def reverse_pairs(
+    num: int, *, seed: int, min_len: int = 3, max_len: int = 10
+) -> list[tuple[str, str]]:
+    """Random symbol sequences and their reversal."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(num):
+        seq = [rng.choice(SYMBOLS) for _ in range(rng.randint(min_len, max_len))]
+        pairs.append((" ".join(seq), " ".join(reversed(seq))))
+    return pairs
+
+
+def write_pairs(prefix: Path, pairs: list[tuple[str, str]]) -> None:
+    """Write ``prefix.src`` and ``prefix.tgt``."""
+    prefix.with_name(prefix.name + ".src").write_text("".join(s + "\n" for s, _ in pairs))
+    prefix.with_name(prefix.name + ".tgt").write_text("".join(t + "\n" for _, t in pairs))
+
+
+def preprocess_toy(
+    folder: Path, train: list[tuple[str, str]], valid: list[tuple[str, str]]
+) -> Path:
+    """Preprocess a toy corpus into ``folder/data`` with a tiny joint vocabulary."""
+    write_pairs(folder / "train", train)
+    write_pairs(folder / "valid", valid)
+    preprocess(
+        PreprocessConfig(
+            src_lang="src",
+            tgt_lang="tgt",
+            trainpref=str(folder / "train"),
+            validpref=str(folder / "valid"),
+            destdir=str(folder / "data"),
+            text=TextSettings(normalize=False),
+            vocab_size=40,
+        )
+    )
+    return folder / "data"

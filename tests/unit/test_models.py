@@ -1,0 +1,75 @@
+"""Invariants of the RNNsearch model: attention masking, padding, and the paper's step order."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nmtkit.config import load_config
+from nmtkit.data.batching import collate
+from nmtkit.models import Seq2Seq, build_model
+
+VOCAB = 20
+
+
+def tiny_model(*overrides: str, seed: int = 0) -> Seq2Seq:
+    torch.manual_seed(seed)
+    config = load_config(preset="tiny", overrides=list(overrides))
+    model = build_model(config.model, src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=0)
+    return model.eval()
+
+
+def random_ids(lengths: list[int], seed: int = 0) -> list[list[int]]:
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randint(4, VOCAB, (n,), generator=gen).tolist() for n in lengths]
+
+
+@pytest.mark.parametrize("attention", ["additive", "none"])
+def test_attention_weights_sum_to_one_and_are_zero_on_padding(attention: str) -> None:
+    model = tiny_model(f"model.attention={attention}")
+    src = random_ids([3, 7, 5])
+    batch = collate(src, random_ids([4, 2, 6], seed=1), [0, 1, 2])
+    weights = model.force_decode(batch)  # [B, T, S]
+    pad = batch.src == 0
+    assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:2]), atol=1e-5)
+    assert bool((weights.masked_select(pad[:, None, :].expand_as(weights)) == 0).all())
+
+
+@pytest.mark.parametrize("attention", ["additive", "none"])
+def test_more_padding_changes_nothing(attention: str) -> None:
+    model = tiny_model(f"model.attention={attention}")
+    src, tgt = random_ids([4]), random_ids([5], seed=1)
+    alone = collate(src, tgt, [0])
+    padded = collate(src + random_ids([12], seed=3), tgt + random_ids([9], seed=4), [0, 1])
+    w_alone = model.force_decode(alone)[0]
+    w_padded = model.force_decode(padded)[0, : w_alone.size(0), : w_alone.size(1)]
+    assert torch.allclose(w_alone, w_padded, atol=1e-5)
+    logits_alone, _ = model(alone)
+    logits_padded, _ = model(padded)
+    assert torch.allclose(logits_alone, logits_padded[: logits_alone.size(0)], atol=1e-4)
+
+
+def test_attention_at_step_i_ignores_the_previous_word() -> None:
+    """RNNsearch attends from s_{i-1}, which has not yet read y_{i-1} (Bahdanau et al., A.2.2)."""
+    model = tiny_model("model.init_scale=1.0")
+    src = random_ids([6])
+    tgt = random_ids([5], seed=1)
+    i = 3  # the step that reads y_{i-1} (0-based step i reads tgt_in[i] = y_i in 1-based words)
+    changed = [list(tgt[0])]
+    changed[0][i - 1] = (changed[0][i - 1] - 4 + 1) % (VOCAB - 4) + 4
+    w = model.force_decode(collate(src, tgt, [0]))[0]  # [T, S]
+    w_changed = model.force_decode(collate(src, changed, [0]))[0]
+    assert torch.equal(w[: i + 1], w_changed[: i + 1])  # steps up to the one reading the change
+    assert not torch.allclose(w[i + 1], w_changed[i + 1], atol=1e-6)  # the next step sees it
+
+
+def test_loss_ignores_padding_and_counts_real_tokens() -> None:
+    model = tiny_model()
+    batch = collate(random_ids([3, 8]), random_ids([2, 7], seed=1), [0, 1])
+    logits, _ = model(batch)
+    assert logits.shape == (batch.num_tgt_tokens, VOCAB) == (2 + 1 + 7 + 1, VOCAB)
+
+
+def test_rnnencdec_preset_uses_a_fixed_context() -> None:
+    config = load_config(preset="rnnencdec")
+    assert (config.model.encoder.name, config.model.attention.name) == ("rnn", "none")

@@ -6,6 +6,7 @@ A link is a pair (i, j) of a 0-based source word i and a 0-based target word j.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import re
@@ -315,10 +316,11 @@ def align_corpus(
             src_pieces = loaded.src_text.id_to_piece(src)
             tgt_pieces = loaded.tgt_text.id_to_piece(tgt)
             if not src_pieces or not tgt_pieces:
+                src_words, tgt_words = words(src_pieces), words(tgt_pieces)
                 yield WordAlignment(
-                    src_words=words(src_pieces),
-                    tgt_words=words(tgt_pieces),
-                    weights=np.zeros((0, 0)),
+                    src_words=src_words,
+                    tgt_words=tgt_words,
+                    weights=np.zeros((len(tgt_words), len(src_words))),
                     links=[],
                 )
                 continue
@@ -356,7 +358,8 @@ def align_files(
 
     Raises:
         DataError: missing files, different line counts, invalid UTF-8.
-        ConfigError: an unknown plot format, or matplotlib missing for ``plot_dir``.
+        ConfigError: an unknown plot format, a negative limit, a batch size below 1, or
+            matplotlib missing for ``plot_dir``.
     """
     import json
     import sys
@@ -370,18 +373,18 @@ def align_files(
         raise ConfigError(
             f"unknown plot format {plot_format!r}; formats: {', '.join(_PLOT_FORMATS)}"
         )
+    if limit is not None and limit < 0:
+        raise ConfigError(f"--limit must be 0 or more, got {limit}")
+    if batch_size < 1:
+        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
     num_src, num_tgt = count_lines(src_path), count_lines(tgt_path)
     if num_src != num_tgt:
         raise DataError(f"{src_path} has {num_src} lines but {tgt_path} has {num_tgt}")
     if threads:
         torch.set_num_threads(threads)
     loaded = load_model(model_path, device=device)
-    src_lines = (
-        line or "" for _, line in zip(range(limit or num_src), read_lines(src_path), strict=False)
-    )
-    tgt_lines = (
-        line or "" for _, line in zip(range(limit or num_tgt), read_lines(tgt_path), strict=False)
-    )
+    src_lines = (line or "" for line in itertools.islice(read_lines(src_path), limit))
+    tgt_lines = (line or "" for line in itertools.islice(read_lines(tgt_path), limit))
     if plot_dir is not None:
         plot_dir.mkdir(parents=True, exist_ok=True)
     count = 0

@@ -25,6 +25,8 @@ app = typer.Typer(
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Help text is rich markup, where "[default: ...]" would be a tag: write "\\[default: ...]".
+
 Verbose = Annotated[
     int, typer.Option("--verbose", "-v", count=True, help="More log detail (-v: debug).")
 ]
@@ -32,7 +34,9 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and er
 ModelOpt = Annotated[
     Path, typer.Option("--model", "-m", help="Model directory (its best.pt) or a checkpoint file.")
 ]
-Threads = Annotated[int | None, typer.Option(help="Torch CPU threads [default: torch's choice].")]
+Threads = Annotated[
+    int | None, typer.Option(min=1, help="Torch CPU threads \\[default: torch's choice].")
+]
 Device = Annotated[str, typer.Option(help="Torch device, e.g. cpu or cuda.")]
 
 
@@ -177,17 +181,17 @@ def train(
         ),
     ] = None,
     max_epochs: Annotated[
-        int | None, typer.Option(help="Stop after this many epochs [default: no limit].")
+        int | None, typer.Option(help="Stop after this many epochs \\[default: no limit].")
     ] = None,
     max_updates: Annotated[
-        int | None, typer.Option(help="Stop after this many updates [default: no limit].")
+        int | None, typer.Option(help="Stop after this many updates \\[default: no limit].")
     ] = None,
     time_budget: Annotated[
         float | None,
         typer.Option(help="Stop after this many minutes of training, keeping the best checkpoint."),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(help="Random seed [default: the config's, 1].")
+        int | None, typer.Option(help="Random seed \\[default: the config's, 1].")
     ] = None,
     resume: Annotated[
         bool, typer.Option(help="Continue the run saved in --save-dir exactly where it stopped.")
@@ -219,7 +223,8 @@ def train(
         return
     result = run_train(data_dir, save_dir, cfg, resume=resume, overwrite=overwrite)
     console.print(
-        f"trained {result.steps} updates ({result.epochs:.2f} epochs, {result.seconds / 60:.1f} min), "
+        f"trained {result.steps} updates ({result.epochs:.2f} epochs, "
+        f"{result.seconds / 60:.1f} min), "
         f"stopped by {result.stop_reason}; best valid BLEU {result.best_bleu} at update "
         f"{result.best_step}; model in {result.model_dir}",
         markup=False,
@@ -236,21 +241,23 @@ def translate(
     output: Annotated[str, typer.Option("--output", help="Output file ('-' for stdout).")] = "-",
     beam: Annotated[
         int | None,
-        typer.Option(help="Beam size; 1 or --greedy for greedy search [default: the model's, 5]."),
+        typer.Option(
+            help="Beam size; 1 or --greedy for greedy search \\[default: the model's, 5]."
+        ),
     ] = None,
     greedy: Annotated[bool, typer.Option(help="Greedy search instead of beam search.")] = False,
     length_penalty: Annotated[
         float | None,
-        typer.Option(help="Beam: rank by log p / length^alpha [default: the model's, 1.0]."),
+        typer.Option(help="Beam: rank by log p / length^alpha \\[default: the model's, 1.0]."),
     ] = None,
     batch_size: Annotated[
-        int | None, typer.Option(help="Sentences per batch [default: the model's, 128].")
+        int | None, typer.Option(help="Sentences per batch \\[default: the model's, 128].")
     ] = None,
     max_len_a: Annotated[
-        float | None, typer.Option(help="Output cap a*|source|+b: a [default: the model's, 1.5].")
+        float | None, typer.Option(help="Output cap a*|source|+b: a \\[default: the model's, 1.5].")
     ] = None,
     max_len_b: Annotated[
-        int | None, typer.Option(help="Output cap a*|source|+b: b [default: the model's, 10].")
+        int | None, typer.Option(help="Output cap a*|source|+b: b \\[default: the model's, 10].")
     ] = None,
     nbest: Annotated[
         int, typer.Option(help="Hypotheses per sentence (with --output-format nbest or jsonl).")
@@ -263,7 +270,7 @@ def translate(
     ] = "text",
     chunk_size: Annotated[
         int | None,
-        typer.Option(help="Lines read before translating [default: 1000, 1 on a terminal]."),
+        typer.Option(help="Lines read before translating \\[default: 1000, 1 on a terminal]."),
     ] = None,
     device: Device = "cpu",
     threads: Threads = None,
@@ -304,7 +311,7 @@ def score(
     ] = "-",
     metrics: Annotated[
         list[str] | None,
-        typer.Option("--metric", "-M", help="bleu, chrf, ter (repeatable) [default: all three]."),
+        typer.Option("--metric", "-M", help="bleu, chrf, ter (repeatable) \\[default: all three]."),
     ] = None,
     lowercase: Annotated[
         bool, typer.Option("--lowercase", "-lc", help="Case-insensitive BLEU (as sacrebleu -lc).")
@@ -312,7 +319,7 @@ def score(
     tokenize: Annotated[
         str | None,
         typer.Option(
-            "--tokenize", "-tok", help="BLEU tokenizer (as sacrebleu -tok) [default: 13a]."
+            "--tokenize", "-tok", help="BLEU tokenizer (as sacrebleu -tok) \\[default: 13a]."
         ),
     ] = None,
     as_json: Annotated[
@@ -336,7 +343,8 @@ def score(
     if as_json:
         typer.echo(report_json(report))
     else:
-        console.print(report_table(report))
+        if not quiet:
+            console.print(report_table(report))
         for item in report.scores:
             typer.echo(f"{item.name}\t{item.score:.2f}\t{item.signature}")
 
@@ -387,10 +395,10 @@ def align(
 def download_multi30k(
     cache_dir: Annotated[
         Path | None,
-        typer.Option(help="Where to keep it [default: $NMTKIT_CACHE or the user cache]."),
+        typer.Option(help="Where to keep it \\[default: $NMTKIT_CACHE or the user cache]."),
     ] = None,
 ) -> None:
-    """Download Multi30k (en, de, fr) into the cache, checking SHA-256 checksums; print its folder."""
+    """Download Multi30k (en, de, fr) into the cache, checking SHA-256 sums; print its folder."""
     from nmtkit.download import download_multi30k
 
     setup_logging()

@@ -9,6 +9,7 @@ import dataclasses
 import difflib
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -113,7 +114,10 @@ def presets() -> list[str]:
 
 
 def load_config(
-    *, preset: str | None = "default", path: Path | None = None, overrides: list[str] = ()
+    *,
+    preset: str | None = "default",
+    path: Path | None = None,
+    overrides: Sequence[str] = (),
 ) -> Config:
     """Resolve a config from a preset, a YAML file and ``key=value`` overrides.
 
@@ -175,7 +179,7 @@ def _merge(into: dict[str, Any], new: dict[str, Any]) -> None:
             into[key] = value
 
 
-def build_dataclass(cls: type, data: Any, *, where: str) -> Any:
+def build_dataclass(cls: Any, data: Any, *, where: str) -> Any:
     """Build dataclass ``cls`` from ``data``, coercing each value by its declared type.
 
     Raises:

@@ -36,7 +36,7 @@ def progress(*fields: str) -> Progress:
     """Return a progress bar on stderr; it draws nothing off a TTY or when quiet.
 
     Args:
-        fields: names of task fields shown after the bar, e.g. ``"loss"`` shows ``task.fields['loss']``.
+        fields: names of task fields shown after the bar (``"loss"`` shows ``fields['loss']``).
     """
     columns = [
         TextColumn("[bold]{task.description}"),

@@ -1,4 +1,4 @@
-"""Text files as nmtkit reads and writes them: UTF-8, plain or gzip, '-' for stdio, atomic output."""
+"""Text files as nmtkit reads and writes them: UTF-8, plain or gzip, '-' for stdio, atomic."""
 
 from __future__ import annotations
 
@@ -64,11 +64,14 @@ def _open_binary(path: Path) -> IO[bytes]:
         raise DataError(f"cannot open: {exc.strerror}", where=str(path)) from None
 
 
-def read_lines(path: str | Path, *, skip_invalid: bool = False) -> Iterator[str | None]:
+def read_lines(
+    path: str | Path, *, skip_invalid: bool = False, invalid_hint: str | None = None
+) -> Iterator[str | None]:
     """Yield the lines of a UTF-8 file without their newline.
 
     Args:
         skip_invalid: yield None for a line that is not valid UTF-8 instead of raising.
+        invalid_hint: what to do about a line that is not valid UTF-8, added to the error.
 
     Raises:
         DataError: a line is not valid UTF-8 (naming file and line), or the file is unreadable.
@@ -91,7 +94,7 @@ def read_lines(path: str | Path, *, skip_invalid: bool = False) -> Iterator[str 
                         raise DataError(
                             "invalid UTF-8",
                             where=f"{name}:{number}",
-                            hint="--skip-invalid drops such lines",
+                            hint=invalid_hint,
                         ) from None
                     yield None
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
@@ -122,12 +125,13 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
     try:
         if _is_gzip(path):
             stream: IO = cast(
-                IO, gzip.open(tmp, "wb" if binary else "wt", encoding=None if binary else "utf-8")
+                IO,
+                gzip.open(tmp, "wb" if binary else "wt", encoding=None if binary else "utf-8"),  # noqa: SIM115
             )
         elif binary:
-            stream = open(tmp, mode)
+            stream = open(tmp, mode)  # noqa: SIM115 (closed below)
         else:
-            stream = open(tmp, mode, encoding="utf-8", newline="\n")
+            stream = open(tmp, mode, encoding="utf-8", newline="\n")  # noqa: SIM115
         with stream:
             yield stream
         os.replace(tmp, path)

@@ -281,7 +281,7 @@ def register(kind: str, name: str) -> Callable[[C], C]:
     return decorate
 
 
-def get(kind: str, name: str) -> type:
+def get(kind: str, name: str) -> type[Any]:
     """Return the class registered as ``name`` of ``kind``.
 
     Raises:

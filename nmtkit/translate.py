@@ -216,8 +216,10 @@ def open_translator(
 
     Raises:
         CheckpointError: ``model_path`` holds no usable checkpoint.
-        ConfigError: ``nbest`` above the beam size, or a beam below 1.
+        ConfigError: ``nbest`` above the beam size, or a beam or batch size below 1.
     """
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
     if threads:
         torch.set_num_threads(threads)
     loaded = load_model(model_path, device=device)

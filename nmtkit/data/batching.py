@@ -56,7 +56,10 @@ def epoch_batches(
 
 
 def pad(
-    sequences: Sequence[Sequence[int]], *, prefix: int | None = None, suffix: int | None = None
+    sequences: Sequence[Sequence[int] | np.ndarray],
+    *,
+    prefix: int | None = None,
+    suffix: int | None = None,
 ) -> torch.Tensor:
     """Right-pad id sequences into a [B, L] tensor, optionally adding a first and last id."""
     extra = (prefix is not None) + (suffix is not None)
@@ -73,7 +76,9 @@ def pad(
 
 
 def collate(
-    src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], indices: Sequence[int]
+    src: Sequence[Sequence[int] | np.ndarray],
+    tgt: Sequence[Sequence[int] | np.ndarray],
+    indices: Sequence[int],
 ) -> Batch:
     """Pad one batch: sources gain EOS, targets become BOS + y (input) and y + EOS (output)."""
     tgt_out = pad(tgt, suffix=EOS_ID)  # [B, T]

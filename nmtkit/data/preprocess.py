@@ -272,9 +272,10 @@ def _read_pairs(
     corpora: tuple[CorpusFile, CorpusFile], skip_invalid: bool
 ) -> Iterator[tuple[str | None, str | None]]:
     src, tgt = corpora
+    hint = "--skip-invalid drops such pairs"
     yield from zip(
-        read_lines(src.path, skip_invalid=skip_invalid),
-        read_lines(tgt.path, skip_invalid=skip_invalid),
+        read_lines(src.path, skip_invalid=skip_invalid, invalid_hint=hint),
+        read_lines(tgt.path, skip_invalid=skip_invalid, invalid_hint=hint),
         strict=True,
     )
 

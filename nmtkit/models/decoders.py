@@ -115,8 +115,10 @@ class GRUDecoder(Decoder):
         embed_gates = self.input_from_embed(embedded)  # [B, T, 3D]
         state = self.init_state(encoder_out)
         hiddens, contexts, weights = [], [], []
-        for i in range(tgt_in.size(1)):
-            hidden, context, alpha = self._recur(embed_gates[:, i], state)
+        # unbind, not embed_gates[:, i]: the backward of T slices would zero-fill T full-size
+        # gradients; unbind's backward stacks them once.
+        for gates in embed_gates.unbind(dim=1):
+            hidden, context, alpha = self._recur(gates, state)
             state = state.with_hidden(hidden)
             hiddens.append(hidden)
             contexts.append(context)

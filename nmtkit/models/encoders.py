@@ -4,6 +4,7 @@ unidirectional RNN of RNNencdec (Cho et al., 2014)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -11,7 +12,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from nmtkit.errors import ConfigError
 from nmtkit.registry import Encoder, EncoderOutput, register
 
-_CELLS: dict[str, type[nn.RNNBase]] = {"gru": nn.GRU, "lstm": nn.LSTM}
+_CELLS: dict[str, Any] = {"gru": nn.GRU, "lstm": nn.LSTM}
 
 
 class _RecurrentEncoder(Encoder):

@@ -1,4 +1,4 @@
-"""train(): the update loop with validation (loss and BLEU), early stopping, checkpoints and resume."""
+"""train(): updates, validation (loss and BLEU), early stopping, checkpoints and resume."""
 
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ class RunState:
     best_bleu: float | None = None
     best_step: int | None = None
     bad_validations: int = 0
+    validated_step: int = -1  # the step of the last validation
     seconds: float = 0.0  # training wall time so far, across resumes
 
 
@@ -185,12 +186,16 @@ class TrainingLoop:
         log.info("resuming at step=%d epoch=%d", self.state.step, self.state.epoch)
 
     def save(self, *, best: bool = False) -> None:
-        kwargs = dict(
-            model=self.model, config=self.config, vocab=self.data.vocab, step=self.state.step
-        )
-        ckpt.save_checkpoint(self.model_dir / ckpt.LAST, bleu=None, **kwargs)
-        if best:
-            ckpt.save_checkpoint(self.model_dir / ckpt.BEST, bleu=self.state.best_bleu, **kwargs)
+        paths = [self.model_dir / ckpt.LAST] + ([self.model_dir / ckpt.BEST] if best else [])
+        for path in paths:
+            ckpt.save_checkpoint(
+                path,
+                model=self.model,
+                config=self.config,
+                vocab=self.data.vocab,
+                step=self.state.step,
+                bleu=self.state.best_bleu if best else None,
+            )
         ckpt.save_train_state(self.model_dir / ckpt.TRAIN_STATE, self.snapshot())
 
     # ------------------------------------------------------------------------ the loop
@@ -208,7 +213,7 @@ class TrainingLoop:
             )
             raise
         self.state.seconds = time.monotonic() - started
-        if self.state.best_step != self.state.step and self.data.valid is not None:
+        if self.state.validated_step != self.state.step and self.data.valid is not None:
             self.validate(final=True)
         self.save(best=self.data.valid is None)
         log.info(
@@ -247,6 +252,8 @@ class TrainingLoop:
         if total is None and cfg.max_epochs is not None:
             total = cfg.max_epochs * len(self._batches(1))
         window = _Window()
+        if cfg.max_updates is not None and self.state.step >= cfg.max_updates:
+            return "max_updates"
         with progress("loss", "lr", "tok_s") as bar:
             task = bar.add_task(
                 "train", total=total, completed=self.state.step, loss="-", lr="-", tok_s="-"
@@ -339,6 +346,7 @@ class TrainingLoop:
         assert valid is not None
         val_nll = self._valid_nll()
         bleu = self._valid_bleu()
+        self.state.validated_step = self.state.step
         improved = self.state.best_bleu is None or bleu.score > self.state.best_bleu
         if improved:
             self.state.best_bleu, self.state.best_step = bleu.score, self.state.step

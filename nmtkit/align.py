@@ -311,7 +311,8 @@ def align_corpus(
         src_ids = [loaded.src_text.encode(s)[: loaded.vocab.max_src_len] for s, _ in chunk]
         tgt_ids = [loaded.tgt_text.encode(t) for _, t in chunk]
         with torch.inference_mode():
-            weights = model.force_decode(collate(src_ids, tgt_ids, list(range(len(chunk)))))
+            batch = collate(src_ids, tgt_ids, list(range(len(chunk))))
+            weights = model.force_decode(batch.to(next(model.parameters()).device)).cpu()
         for row, (src, tgt) in enumerate(zip(src_ids, tgt_ids, strict=True)):
             src_pieces = loaded.src_text.id_to_piece(src)
             tgt_pieces = loaded.tgt_text.id_to_piece(tgt)

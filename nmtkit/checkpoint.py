@@ -17,7 +17,7 @@ import torch
 from nmtkit import __version__
 from nmtkit.config import Config, config_from_dict
 from nmtkit.data.text import PAD_ID, TextPipeline, TextSettings
-from nmtkit.errors import CheckpointError, NmtkitError, PluginError
+from nmtkit.errors import CheckpointError, ConfigError, NmtkitError, PluginError
 from nmtkit.files import atomic_path
 from nmtkit.models import Seq2Seq
 
@@ -163,11 +163,11 @@ def load_model(path: str | Path, *, device: str = "cpu") -> LoadedModel:
         )
     try:
         config = config_from_dict(payload["config"])
-    except PluginError as exc:
+    except (PluginError, ConfigError) as exc:
         raise CheckpointError(
-            f"the model needs a component that is not installed: {exc.message}",
+            f"cannot rebuild the model: {exc}",
             where=str(path),
-            hint="install the plugin package that provides it, or pass --user-dir",
+            hint="if it names an unknown component, install the plugin package that provides it",
         ) from None
     except NmtkitError as exc:
         raise CheckpointError(f"its config is invalid: {exc}", where=str(path)) from None

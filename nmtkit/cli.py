@@ -84,7 +84,10 @@ def preprocess(
         str, typer.Option("--target-lang", "-t", help="Target language code, e.g. de.")
     ],
     trainpref: Annotated[
-        str, typer.Option(help="Training corpus prefix: reads PREFIX.src and PREFIX.tgt (or .gz).")
+        str,
+        typer.Option(
+            help="Training corpus prefix: reads PREFIX.SRC_LANG and PREFIX.TGT_LANG (or .gz)."
+        ),
     ],
     destdir: Annotated[
         Path, typer.Option(help="Data directory to write (replaced only on success).")
@@ -222,11 +225,15 @@ def train(
         typer.echo(dump_yaml(cfg), nl=False)
         return
     result = run_train(data_dir, save_dir, cfg, resume=resume, overwrite=overwrite)
+    best = (
+        f"best valid BLEU {result.best_bleu:.2f} at update {result.best_step}"
+        if result.best_bleu is not None
+        else "no validation set"
+    )
     console.print(
         f"trained {result.steps} updates ({result.epochs:.2f} epochs, "
-        f"{result.seconds / 60:.1f} min), "
-        f"stopped by {result.stop_reason}; best valid BLEU {result.best_bleu} at update "
-        f"{result.best_step}; model in {result.model_dir}",
+        f"{result.seconds / 60:.1f} min), stopped by {result.stop_reason}; {best}; "
+        f"model in {result.model_dir}",
         markup=False,
     )
 

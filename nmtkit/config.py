@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from nmtkit import registry
-from nmtkit.errors import ConfigError
+from nmtkit.errors import ConfigError, PluginError
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,7 +54,7 @@ class ModelConfig:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainConfig:
     seed: int = 1
-    max_tokens: int = 3000  # target+source tokens per batch, padding included
+    max_tokens: int = 3000  # batch budget: sentences x (longest side + EOS), padding included
     max_epochs: int | None = None
     max_updates: int | None = None
     time_budget: float | None = None  # minutes of training, then stop cleanly
@@ -70,10 +70,25 @@ class TrainConfig:
     plateau_factor: float = 0.5  # plateau: multiply lr by this when validation BLEU stalls
     plateau_patience: int = 1  # plateau: validations without improvement before reducing
     min_lr: float = 1e-5
-    validate_every: int = 500  # updates between validations (and at every epoch end)
+    validate_every: int = 500  # updates between validations (and once when training stops)
     patience: int = 8  # early stopping: validations without a better BLEU; 0 turns it off
     log_every: int = 50  # updates between log lines
     threads: int | None = None  # torch intra-op threads (None: torch's default)
+
+    def __post_init__(self) -> None:
+        positive = {
+            "max_tokens": self.max_tokens,
+            "validate_every": self.validate_every,
+            "log_every": self.log_every,
+            "threads": self.threads or 1,
+            "max_epochs": self.max_epochs or 1,
+            "max_updates": self.max_updates or 1,
+        }
+        for key, value in positive.items():
+            if value < 1:
+                raise ConfigError(f"train.{key} must be at least 1, got {value}")
+        if self.lr <= 0:
+            raise ConfigError(f"train.lr must be positive, got {self.lr}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -132,6 +147,10 @@ def load_config(
         _merge(data, yaml.safe_load(text) or {})
     if path is not None:
         _merge(data, _read_yaml(path))
+        try:
+            config_from_dict(data)
+        except ConfigError as exc:  # name the file the bad key came from
+            raise ConfigError(exc.message, where=f"{path}: {exc.where}", hint=exc.hint) from None
     for item in overrides:
         _merge(data, parse_override(item))
     return config_from_dict(data)
@@ -212,7 +231,10 @@ def _build_component(kind: str, value: Any, *, where: str) -> ComponentSpec:
     if not isinstance(options, dict) or "name" not in options:
         raise ConfigError(f"a {kind} needs a name", where=where, hint=f"e.g. {where}.name=...")
     options = dict(options)
-    cls = registry.get(kind, str(options.pop("name")))
+    try:
+        cls = registry.get(kind, str(options.pop("name")))
+    except PluginError as exc:  # a name the user wrote: bad usage, like an unknown key
+        raise ConfigError(exc.message, where=where, hint=exc.hint) from None
     name = str(value if isinstance(value, str) else value["name"])
     return ComponentSpec(name=name, options=build_dataclass(cls.Config, options, where=where))
 

@@ -90,18 +90,18 @@ def download_multi30k(
 def find_multi30k() -> Path:
     """Return a folder holding Multi30k, downloading it only when no local copy is found.
 
-    Looks at ``$NMTKIT_DATA/multi30k`` when ``NMTKIT_DATA`` is set, else at
+    Looks at ``$NMTKIT_DATA`` (the folder of the ``.gz`` files) when it is set, else at
     ``../shared/data/multi30k`` from the current directory, else downloads into the cache.
 
     Raises:
-        DataError: ``$NMTKIT_DATA`` is set but has no ``multi30k`` folder, or the download fails.
+        DataError: ``$NMTKIT_DATA`` is set but holds no ``train.en.gz``, or the download fails.
     """
     root = os.environ.get("NMTKIT_DATA")
     if root:
-        folder = Path(root) / "multi30k"
-        if not folder.is_dir():
+        folder = Path(root)
+        if not (folder / "train.en.gz").is_file():
             raise DataError(
-                "no multi30k folder here", where=str(Path(root)), hint="unset NMTKIT_DATA"
+                "no Multi30k corpus (train.en.gz) here", where=str(folder), hint="unset NMTKIT_DATA"
             )
         return folder
     shared = Path("..", "shared", "data", "multi30k").resolve()

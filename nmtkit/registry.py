@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
+import torch
 from torch import Tensor, nn
 
 from nmtkit.errors import PluginError
@@ -46,6 +47,16 @@ class Batch:
     tgt_out: Tensor
     indices: Tensor
     num_tgt_tokens: int
+
+    def to(self, device: str | torch.device) -> Batch:
+        """The same batch on ``device``."""
+        return dataclasses.replace(
+            self,
+            src=self.src.to(device),
+            src_lengths=self.src_lengths.to(device),
+            tgt_in=self.tgt_in.to(device),
+            tgt_out=self.tgt_out.to(device),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,12 +55,15 @@ class GreedySearch(SearchStrategy):
         batch_size, src_len = src.shape
         state = model.init_state(model.encode(src, lengths))
         steps = int(max_lengths.max()) + 1
-        tokens = torch.full((batch_size, steps), eos_id, dtype=torch.long)  # [B, T]
-        weights = torch.zeros(batch_size, steps, src_len) if with_weights else None  # [B, T, S]
-        log_prob = torch.zeros(batch_size)
-        out_lengths = torch.zeros(batch_size, dtype=torch.long)
-        active = torch.arange(batch_size)  # rows of the batch still decoding
-        prev = torch.full((batch_size,), bos_id, dtype=torch.long)
+        device = src.device
+        tokens = torch.full((batch_size, steps), eos_id, dtype=torch.long, device=device)  # [B, T]
+        weights = (
+            torch.zeros(batch_size, steps, src_len, device=device) if with_weights else None
+        )  # [B, T, S]
+        log_prob = torch.zeros(batch_size, device=device)
+        out_lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
+        active = torch.arange(batch_size, device=device)  # rows of the batch still decoding
+        prev = torch.full((batch_size,), bos_id, dtype=torch.long, device=device)
         for t in range(steps):
             step = model.decode_step(prev, state)
             log_probs = _next_word_log_probs(
@@ -83,7 +86,7 @@ class GreedySearch(SearchStrategy):
                     tokens=tokens[b, : out_lengths[b]].tolist(),
                     score=float(log_prob[b]) / float(out_lengths[b] + 1),
                     log_prob=float(log_prob[b]),
-                    weights=None if weights is None else weights[b, : out_lengths[b] + 1],
+                    weights=None if weights is None else weights[b, : out_lengths[b] + 1].cpu(),
                 )
             ]
             for b in range(batch_size)
@@ -119,16 +122,16 @@ class BeamSearch(SearchStrategy):
         eos_id: int,
         with_weights: bool = False,
     ) -> list[list[Hypothesis]]:
-        batch_size, k = src.size(0), self.config.beam_size
+        batch_size, k, device = src.size(0), self.config.beam_size, src.device
         state = model.init_state(model.encode(src, lengths))
-        state = state.select(torch.arange(batch_size).repeat_interleave(k))  # [B*K]
-        live = torch.arange(batch_size)  # sentences still searching
-        scores = torch.full((batch_size, k), NEG_INF)  # [B, K]
+        state = state.select(torch.arange(batch_size, device=device).repeat_interleave(k))
+        live = torch.arange(batch_size, device=device)  # sentences still searching
+        scores = torch.full((batch_size, k), NEG_INF, device=device)  # [B, K]
         scores[:, 0] = 0.0  # at the start only the first beam is real
-        history = torch.zeros(batch_size * k, 0, dtype=torch.long)  # [B*K, t]
-        attn = torch.zeros(batch_size * k, 0, src.size(1))  # [B*K, t, S]
-        prev = torch.full((batch_size * k,), bos_id, dtype=torch.long)
-        finished = _Finished(batch_size, self.config.length_penalty)
+        history = torch.zeros(batch_size * k, 0, dtype=torch.long, device=device)  # [B*K, t]
+        attn = torch.zeros(batch_size * k, 0, src.size(1), device=device)  # [B*K, t, S]
+        prev = torch.full((batch_size * k,), bos_id, dtype=torch.long, device=device)
+        finished = _Finished(batch_size, self.config.length_penalty, device)
         for t in range(int(max_lengths.max()) + 1):
             step = model.decode_step(prev, state)
             at_cap = (max_lengths[live] <= t).repeat_interleave(k)
@@ -151,7 +154,7 @@ class BeamSearch(SearchStrategy):
                 keep = (~done).nonzero().squeeze(1)  # sentences
                 if keep.numel() == 0:
                     break
-                keep_rows = (keep[:, None] * k + torch.arange(k)).view(-1)  # [b'*K]
+                keep_rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
                 live, scores, words = live[keep], scores[keep], words[keep_rows]
                 history, state = history[keep_rows], state.select(keep_rows)
                 attn = attn[keep_rows] if with_weights else attn
@@ -173,7 +176,8 @@ def _expand(scores: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     vocab = log_probs.size(-1)
     totals = scores[:, :, None] + log_probs.view(b, k, vocab)  # [b, K, V]
     top, index = totals.view(b, k * vocab).topk(min(2 * k, k * vocab), dim=1)  # [b, 2K]
-    rows = torch.div(index, vocab, rounding_mode="floor") + (torch.arange(b) * k)[:, None]
+    offsets = torch.arange(b, device=scores.device) * k
+    rows = torch.div(index, vocab, rounding_mode="floor") + offsets[:, None]
     return top, rows, index % vocab
 
 
@@ -194,9 +198,9 @@ def _prune(
 class _Finished:
     """Finished hypotheses of every sentence of the original batch."""
 
-    def __init__(self, batch_size: int, length_penalty: float) -> None:
+    def __init__(self, batch_size: int, length_penalty: float, device: torch.device) -> None:
         self.hypotheses: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
-        self.counts = torch.zeros(batch_size, dtype=torch.long)  # [B]
+        self.counts = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B]
         self.alpha = length_penalty
 
     def add(
@@ -221,7 +225,7 @@ class _Finished:
                     tokens=history[row].tolist(),
                     score=total / length**self.alpha,
                     log_prob=total,
-                    weights=None if attn is None else attn[row].clone(),
+                    weights=None if attn is None else attn[row].cpu(),
                 )
             )
             self.counts[original] += 1

@@ -76,10 +76,12 @@ def decode_sequences(
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     results: list[list[Hypothesis]] = [[] for _ in sequences]
     model.eval()
+    device = next(model.parameters()).device
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             src, lengths = collate_source([sequences[i] for i in chunk])
+            src, lengths = src.to(device), lengths.to(device)
             found = strategy.search(
                 model,
                 src,

@@ -20,13 +20,12 @@ from nmtkit.console import progress
 from nmtkit.data.batching import epoch_batches
 from nmtkit.data.text import PAD_ID
 from nmtkit.errors import CheckpointError, ConfigError
-from nmtkit.evaluate import corpus_bleu
 from nmtkit.files import atomic_write
 from nmtkit.models import Seq2Seq, build_model
 from nmtkit.registry import get
 from nmtkit.training.data import TrainingData
 from nmtkit.training.schedule import Schedule, build_schedule
-from nmtkit.translate import decode_sequences
+from nmtkit.training.validation import CtrlC, Window, validation_bleu, validation_nll
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +151,7 @@ class TrainingLoop:
         self.state = RunState()
         self.tgt_text = data.vocab.pipelines()[1]
         self._log_file = model_dir / ckpt.LOG
+        self._ctrl_c = CtrlC()
 
     # ------------------------------------------------------------------ state and resume
 
@@ -177,7 +177,13 @@ class TrainingLoop:
                 "the saved run has another model config",
                 hint="resume with the same --config and --set",
             )
-        self.model.load_state_dict(saved["model"])
+        try:
+            self.model.load_state_dict(saved["model"])
+        except RuntimeError:
+            raise CheckpointError(
+                "the saved run's weights do not fit this data's vocabulary",
+                hint="resume with the data directory the run started with",
+            ) from None
         self.optimizer.load_state_dict(saved["optimizer"])
         self.schedule.load_state_dict(saved["schedule"])
         self.state = RunState(**saved["run"])
@@ -201,18 +207,16 @@ class TrainingLoop:
     # ------------------------------------------------------------------------ the loop
 
     def run(self) -> TrainResult:
+        """Train until a stopping rule fires; Ctrl-C finishes the update, saves, and re-raises."""
         started = time.monotonic() - self.state.seconds
-        reason = "interrupted"
-        try:
+        with CtrlC() as ctrl_c:
+            self._ctrl_c = ctrl_c
             reason = self._epochs(started)
-        except KeyboardInterrupt:
-            self.state.seconds = time.monotonic() - started
-            self.save()
-            log.warning(
-                "interrupted at step=%d: saved %s", self.state.step, self.model_dir / ckpt.LAST
-            )
-            raise
         self.state.seconds = time.monotonic() - started
+        if reason == "interrupted":
+            self.save()
+            log.warning("interrupted at step=%d: saved %s", self.state.step, self.model_dir)
+            raise KeyboardInterrupt
         if self.state.validated_step != self.state.step and self.data.valid is not None:
             self.validate(final=True)
         self.save(best=self.data.valid is None)
@@ -251,7 +255,7 @@ class TrainingLoop:
         total = cfg.max_updates
         if total is None and cfg.max_epochs is not None:
             total = cfg.max_epochs * len(self._batches(1))
-        window = _Window()
+        window = Window()
         if cfg.max_updates is not None and self.state.step >= cfg.max_updates:
             return "max_updates"
         with progress("loss", "lr", "tok_s") as bar:
@@ -272,7 +276,7 @@ class TrainingLoop:
                     )
                     if self.state.step % cfg.log_every == 0:
                         self._log_train(window)
-                        window = _Window()
+                        window = Window()
                     reason = self._stop_reason(
                         started, validate=self.state.step % cfg.validate_every == 0
                     )
@@ -286,7 +290,7 @@ class TrainingLoop:
     def _lr(self) -> float:
         return float(self.optimizer.param_groups[0]["lr"])
 
-    def _update(self, indices: np.ndarray, window: _Window) -> None:
+    def _update(self, indices: np.ndarray, window: Window) -> None:
         self.model.train()
         batch = self.data.train.batch(indices)
         lr = self.schedule.lr_at(self.state.step + 1)
@@ -305,6 +309,8 @@ class TrainingLoop:
     def _stop_reason(self, started: float, *, validate: bool) -> str | None:
         cfg = self.train_config
         self.state.seconds = time.monotonic() - started
+        if self._ctrl_c.pressed:
+            return "interrupted"
         if validate and self.data.valid is not None and self.validate():
             return "early_stopping"
         if cfg.max_updates is not None and self.state.step >= cfg.max_updates:
@@ -325,7 +331,7 @@ class TrainingLoop:
             stream.write(line + "\n")
         log.info("%s", line)
 
-    def _log_train(self, window: _Window) -> None:
+    def _log_train(self, window: Window) -> None:
         self._write_metrics(
             {
                 "kind": "train",
@@ -344,8 +350,10 @@ class TrainingLoop:
         """Validate, keep the best checkpoint, and return whether to stop early."""
         valid = self.data.valid
         assert valid is not None
-        val_nll = self._valid_nll()
-        bleu = self._valid_bleu()
+        val_nll = validation_nll(self.model, valid, max_tokens=self.train_config.max_tokens)
+        bleu = validation_bleu(
+            self.model, valid, self.data.valid_refs, self.tgt_text, self.config.search
+        )
         self.state.validated_step = self.state.step
         improved = self.state.best_bleu is None or bleu.score > self.state.best_bleu
         if improved:
@@ -369,59 +377,3 @@ class TrainingLoop:
         self.save(best=improved)
         patience = self.train_config.patience
         return patience > 0 and self.state.bad_validations >= patience
-
-    def _valid_nll(self) -> float:
-        valid = self.data.valid
-        assert valid is not None
-        self.model.eval()
-        total, tokens = 0.0, 0
-        with torch.inference_mode():
-            for indices in valid.batches(max_tokens=self.train_config.max_tokens):
-                batch = valid.batch(indices)
-                _, nll = self.model.loss(batch)
-                total += float(nll)
-                tokens += batch.num_tgt_tokens
-        return total / max(tokens, 1)
-
-    def _valid_bleu(self) -> Any:
-        valid = self.data.valid
-        assert valid is not None
-        search = self.config.search
-        hyps = decode_sequences(
-            self.model,
-            [valid.src[i].tolist() for i in range(len(valid))],
-            get("search", "greedy")(get("search", "greedy").Config()),
-            batch_size=search.batch_size,
-            max_len_a=search.max_len_a,
-            max_len_b=search.max_len_b,
-        )
-        texts = [self.tgt_text.decode(h[0].tokens) if h else "" for h in hyps]
-        return corpus_bleu(texts, self.data.valid_refs)
-
-
-class _Window:
-    """Sums over the updates since the last log line."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.loss_sum = self.nll_sum = 0.0
-        self.tokens = 0
-        self.last_loss = float("nan")
-
-    def add(self, loss: float, nll: float, tokens: int) -> None:
-        self.loss_sum += loss
-        self.nll_sum += nll
-        self.tokens += tokens
-        self.last_loss = loss / max(tokens, 1)
-
-    @property
-    def loss(self) -> float:
-        return self.loss_sum / max(self.tokens, 1)
-
-    @property
-    def nll(self) -> float:
-        return self.nll_sum / max(self.tokens, 1)
-
-    @property
-    def rate(self) -> float:
-        return self.tokens / max(time.monotonic() - self.started, 1e-9)

@@ -108,7 +108,7 @@ def test_cache_dir_follows_nmtkit_cache(monkeypatch: pytest.MonkeyPatch, tmp_pat
 def test_find_multi30k_prefers_nmtkit_data(
     monkeypatch: pytest.MonkeyPatch, shared_data: Path
 ) -> None:
-    monkeypatch.setenv("NMTKIT_DATA", str(shared_data))
+    monkeypatch.setenv("NMTKIT_DATA", str(shared_data / "multi30k"))
     assert find_multi30k() == shared_data / "multi30k"
 
 

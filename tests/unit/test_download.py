@@ -116,7 +116,7 @@ def test_find_multi30k_rejects_nmtkit_data_without_multi30k(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("NMTKIT_DATA", str(tmp_path))
-    with pytest.raises(DataError, match="no multi30k folder"):
+    with pytest.raises(DataError, match="no Multi30k corpus"):
         find_multi30k()
 
 

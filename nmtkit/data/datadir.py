@@ -207,7 +207,7 @@ def check_destdir(destdir: Path, inputs: Sequence[str | Path]) -> None:
 
 @contextlib.contextmanager
 def staged_dir(destdir: Path) -> Iterator[Path]:
-    """Yield a fresh ``destdir.tmp-XXXX`` beside ``destdir``; move it into place on success.
+    """Yield a fresh ``destdir.tmp-<random>`` beside ``destdir``; move it into place on success.
 
     An existing ``destdir`` is replaced only on success. On any exception, Ctrl-C included, the
     staging folder is deleted and ``destdir`` is left as it was.

@@ -1,7 +1,7 @@
 """preprocess(): parallel corpora -> cleaned, prepared, SentencePiece-encoded, binarized data dir.
 
-The data dir is built in ``destdir.tmp-XXXX`` beside ``destdir`` and renamed into place at the end,
-so a failure leaves nothing half-written. ``manifest.json`` describes everything in it.
+The data dir is built in ``destdir.tmp-<random>`` beside ``destdir`` and renamed into place at
+the end, so a failure leaves nothing half-written. ``manifest.json`` describes everything in it.
 """
 
 from __future__ import annotations

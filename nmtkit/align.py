@@ -284,6 +284,21 @@ class WordAlignment:
     links: list[Link]
 
 
+def piece_weights_to_words(
+    weights: Any, src_pieces: Sequence[str], tgt_pieces: Sequence[str]
+) -> np.ndarray:
+    """Word-level weights [T_words, S_words] from attention over pieces (a tensor [>=T, >=S]).
+
+    The EOS step and the EOS position (and any padding) are dropped; rows are renormalized.
+    """
+    from nmtkit.data.text import word_index
+
+    matrix = weights[: len(tgt_pieces), : len(src_pieces)].double().numpy()
+    return merge_to_words(
+        matrix, src_word_index=word_index(src_pieces), tgt_word_index=word_index(tgt_pieces)
+    )
+
+
 def align_corpus(
     loaded: Any,
     src_lines: Iterable[str],
@@ -303,7 +318,7 @@ def align_corpus(
     import torch
 
     from nmtkit.data.batching import collate
-    from nmtkit.data.text import word_index, words
+    from nmtkit.data.text import words
 
     pairs = iter(zip(src_lines, tgt_lines, strict=True))
     model = loaded.model.eval()
@@ -325,11 +340,7 @@ def align_corpus(
                     links=[],
                 )
                 continue
-            # Drop the EOS step and the EOS position; merge_to_words renormalizes the rows.
-            matrix = weights[row, : len(tgt), : len(src)].double().numpy()
-            merged = merge_to_words(
-                matrix, src_word_index=word_index(src_pieces), tgt_word_index=word_index(tgt_pieces)
-            )
+            merged = piece_weights_to_words(weights[row], src_pieces, tgt_pieces)
             yield WordAlignment(
                 src_words=words(src_pieces),
                 tgt_words=words(tgt_pieces),

@@ -13,15 +13,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from nmtkit import registry
-from nmtkit.align import argmax_links, format_pharaoh, merge_to_words
+from nmtkit.align import argmax_links, format_pharaoh, piece_weights_to_words
 from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.config import ComponentSpec
 from nmtkit.data.batching import collate_source
-from nmtkit.data.text import BOS_ID, EOS_ID, PAD_ID, word_index
+from nmtkit.data.text import BOS_ID, EOS_ID, PAD_ID
 from nmtkit.errors import ConfigError
 from nmtkit.files import read_lines
 from nmtkit.models import Seq2Seq
@@ -255,8 +254,4 @@ def word_alignment(weights: torch.Tensor, src_pieces: list[str], tgt_pieces: lis
     """Pharaoh links from attention over pieces [T+1, S+1] (EOS step and position included)."""
     if not src_pieces or not tgt_pieces:
         return ""
-    matrix = weights[: len(tgt_pieces), : len(src_pieces)].numpy().astype(np.float64)
-    merged = merge_to_words(
-        matrix, src_word_index=word_index(src_pieces), tgt_word_index=word_index(tgt_pieces)
-    )
-    return format_pharaoh(argmax_links(merged))
+    return format_pharaoh(argmax_links(piece_weights_to_words(weights, src_pieces, tgt_pieces)))

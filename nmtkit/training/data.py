@@ -11,6 +11,7 @@ from nmtkit.checkpoint import Vocabulary
 from nmtkit.data.batching import batch_by_tokens, collate
 from nmtkit.data.datadir import load_manifest, load_pipeline
 from nmtkit.data.dataset import TokenDataset
+from nmtkit.data.text import TextPipeline
 from nmtkit.errors import DataError
 from nmtkit.files import read_lines
 from nmtkit.registry import Batch
@@ -45,6 +46,8 @@ class TrainingData:
     valid: ParallelSplit | None
     valid_refs: list[str]
     vocab: Vocabulary
+    src_text: TextPipeline
+    tgt_text: TextPipeline
 
     @classmethod
     def load(cls, data_dir: Path) -> TrainingData:
@@ -83,5 +86,10 @@ class TrainingData:
             else []
         )
         return cls(
-            train=train, valid=split("valid") if has_valid else None, valid_refs=refs, vocab=vocab
+            src_text=src_text,
+            tgt_text=tgt_text,
+            train=train,
+            valid=split("valid") if has_valid else None,
+            valid_refs=refs,
+            vocab=vocab,
         )

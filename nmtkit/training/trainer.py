@@ -114,8 +114,8 @@ def train(
     seed_everything(config.train.seed)
     model = build_model(
         config.model,
-        src_vocab_size=_vocab_size(data, "src"),
-        tgt_vocab_size=_vocab_size(data, "tgt"),
+        src_vocab_size=data.src_text.vocab_size,
+        tgt_vocab_size=data.tgt_text.vocab_size,
         pad_id=PAD_ID,
     )
     loop = TrainingLoop(data=data, model=model, config=config, model_dir=model_dir)
@@ -133,11 +133,6 @@ def _check_components(config: Config) -> None:
     get("search", config.search.strategy.name)
 
 
-def _vocab_size(data: TrainingData, side: str) -> int:
-    src_text, tgt_text = data.vocab.pipelines()
-    return (src_text if side == "src" else tgt_text).vocab_size
-
-
 class TrainingLoop:
     """One training run: updates, logging, validation, checkpoints."""
 
@@ -149,7 +144,7 @@ class TrainingLoop:
         self.optimizer = build_optimizer(config.train, model)
         self.schedule: Schedule = build_schedule(config.train)
         self.state = RunState()
-        self.tgt_text = data.vocab.pipelines()[1]
+        self.tgt_text = data.tgt_text
         self._log_file = model_dir / ckpt.LOG
         self._ctrl_c = CtrlC()
 

@@ -81,19 +81,40 @@ class DecoderState:
 
     Attributes:
         hidden: s_{i-1}, [B, D].
-        annotations: h_j, [B, S, 2H].
-        keys: the attention's projected annotations (e.g. U_a h_j), computed once per sentence.
+        annotations: h_j, [B, S, K] (K = the encoder's ``output_size``).
+        keys: the attention's precomputed view of the annotations (e.g. U_a h_j), [B, S, ...].
         pad_mask: True at padding, [B, S].
+        prev_weights: alpha_{i-1}, the previous step's attention weights (zeros at the start),
+            [B, S]; location-aware scorers read it.
+        coverage: sum of every earlier step's attention weights, [B, S]; coverage penalties
+            and coverage-aware scorers read it.
     """
 
     hidden: Tensor
     annotations: Tensor
     keys: Tensor
     pad_mask: Tensor
+    prev_weights: Tensor
+    coverage: Tensor
 
-    def with_hidden(self, hidden: Tensor) -> DecoderState:
-        """The same sentences one step on: s_i in place of s_{i-1}."""
-        return dataclasses.replace(self, hidden=hidden)
+    @classmethod
+    def start(
+        cls, hidden: Tensor, annotations: Tensor, keys: Tensor, pad_mask: Tensor
+    ) -> DecoderState:
+        """The state before the first step: no attention paid yet."""
+        zeros = pad_mask.new_zeros(pad_mask.shape, dtype=annotations.dtype)  # [B, S]
+        return cls(hidden, annotations, keys, pad_mask, zeros, zeros)
+
+    def advance(self, hidden: Tensor, weights: Tensor) -> DecoderState:
+        """The same sentences one step on: s_i in place of s_{i-1}, alpha_i [B, S] recorded."""
+        return DecoderState(
+            hidden=hidden,
+            annotations=self.annotations,
+            keys=self.keys,
+            pad_mask=self.pad_mask,
+            prev_weights=weights,
+            coverage=self.coverage + weights,
+        )
 
     def select(self, index: Tensor) -> DecoderState:
         """Keep (and repeat) the rows in ``index`` [B'] of every tensor."""
@@ -102,7 +123,17 @@ class DecoderState:
             annotations=self.annotations.index_select(0, index),
             keys=self.keys.index_select(0, index),
             pad_mask=self.pad_mask.index_select(0, index),
+            prev_weights=self.prev_weights.index_select(0, index),
+            coverage=self.coverage.index_select(0, index),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Attended:
+    """One attention step: the context vector c_i [B, K] and the weights alpha_i [B, S]."""
+
+    context: Tensor
+    weights: Tensor
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +198,13 @@ class Encoder(nn.Module, Component):
 
 
 class AttentionScorer(nn.Module, Component):
-    """Scores every annotation against the decoder's query and returns weights alpha_ij."""
+    """Scores every annotation against the decoder's query; returns weights and the context.
+
+    Contract: ``weights`` [B, S] are non-negative, sum to 1 over real positions and are exactly
+    0 on padding; neither output changes with the amount of padding; ``context`` [B, K] has the
+    annotations' width K (= ``key_size``). Most scorers subclass :class:`SoftmaxAttention` and
+    write only ``energies``.
+    """
 
     def __init__(self, config: Any, *, query_size: int, key_size: int) -> None:
         super().__init__()
@@ -176,9 +213,24 @@ class AttentionScorer(nn.Module, Component):
         """Precompute what depends on the annotations only, once per sentence: [B, S, ...]."""
         raise NotImplementedError
 
-    def forward(self, query: Tensor, keys: Tensor, pad_mask: Tensor) -> Tensor:
-        """Return weights [B, S] for ``query`` [B, D]: sum 1 over real positions, 0 on padding."""
+    def forward(self, query: Tensor, state: DecoderState) -> Attended:
+        """Attend from ``query`` [B, D] (s_{i-1}) over ``state``'s annotations and keys."""
         raise NotImplementedError
+
+
+class SoftmaxAttention(AttentionScorer):
+    """A scorer whose weights are a softmax of energies e_ij over real positions and whose
+    context is c_i = sum_j alpha_ij h_j (Bahdanau et al., 2015, eq. 5-6)."""
+
+    def energies(self, query: Tensor, state: DecoderState) -> Tensor:
+        """Unnormalized scores e_ij [B, S]; padding is masked afterwards."""
+        raise NotImplementedError
+
+    def forward(self, query: Tensor, state: DecoderState) -> Attended:
+        energies = self.energies(query, state)  # [B, S]
+        weights = energies.masked_fill(state.pad_mask, float("-inf")).softmax(dim=-1)
+        context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, K]
+        return Attended(context=context, weights=weights)
 
 
 class Decoder(nn.Module, Component):

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from nmtkit.registry import AttentionScorer, register
+from nmtkit.registry import Attended, AttentionScorer, DecoderState, SoftmaxAttention, register
 
 
 @register("attention", "additive")
-class AdditiveAttention(AttentionScorer):
+class AdditiveAttention(SoftmaxAttention):
     """Alignment model e_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j) (A.1.2), softmax over j."""
 
     description = "Bahdanau additive score v^T tanh(W s + U h), U h precomputed once per sentence"
@@ -31,10 +31,10 @@ class AdditiveAttention(AttentionScorer):
         """Precompute U_a h_j once per sentence: [B, S, 2H] -> [B, S, A]."""
         return self.key_proj(annotations)
 
-    def forward(self, query: Tensor, keys: Tensor, pad_mask: Tensor) -> Tensor:
-        """Return weights alpha_ij [B, S] for state s_{i-1} [B, D] over projected keys [B, S, A]."""
-        energies = self.v(torch.tanh(self.query_proj(query)[:, None] + keys)).squeeze(-1)  # [B, S]
-        return energies.masked_fill(pad_mask, float("-inf")).softmax(dim=-1)
+    def energies(self, query: Tensor, state: DecoderState) -> Tensor:
+        """e_ij [B, S] for state s_{i-1} [B, D] over the projected keys U_a h_j [B, S, A]."""
+        hidden = torch.tanh(self.query_proj(query)[:, None] + state.keys)  # [B, S, A]
+        return self.v(hidden).squeeze(-1)
 
 
 @register("attention", "none")
@@ -53,5 +53,7 @@ class FixedContext(AttentionScorer):
         positions = torch.arange(pad_mask.size(1), device=pad_mask.device)[None]  # [1, S]
         return (positions == last).to(torch.get_default_dtype())
 
-    def forward(self, query: Tensor, keys: Tensor, pad_mask: Tensor) -> Tensor:
-        return keys.to(query.dtype)
+    def forward(self, query: Tensor, state: DecoderState) -> Attended:
+        weights = state.keys.to(query.dtype)  # [B, S]
+        context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, K]
+        return Attended(context=context, weights=weights)

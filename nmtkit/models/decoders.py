@@ -78,7 +78,7 @@ class GRUDecoder(Decoder):
 
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
         keys = self.attention.project_keys(encoder_out.annotations, encoder_out.pad_mask)
-        return DecoderState(
+        return DecoderState.start(
             hidden=torch.tanh(self.init_proj(encoder_out.summary)),  # s_0 [B, D]
             annotations=encoder_out.annotations,
             keys=keys,
@@ -86,10 +86,10 @@ class GRUDecoder(Decoder):
         )
 
     def _recur(self, embed_gates: Tensor, state: DecoderState) -> tuple[Tensor, Tensor, Tensor]:
-        """One GRU step from s_{i-1}: return s_i [B, D], c_i [B, 2H], alpha_i [B, S]."""
+        """One GRU step from s_{i-1}: return s_i [B, D], c_i [B, K], alpha_i [B, S]."""
         hidden = state.hidden
-        weights = self.attention(hidden, state.keys, state.pad_mask)  # [B, S]
-        context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, 2H]
+        attended = self.attention(hidden, state)
+        context, weights = attended.context, attended.weights  # [B, K], [B, S]
         gates_in = embed_gates + self.input_from_context(context)  # [B, 3D]
         gates_h = self.hidden_to_gates(hidden)  # [B, 3D]
         in_r, in_z, in_n = gates_in.chunk(3, dim=-1)
@@ -119,7 +119,7 @@ class GRUDecoder(Decoder):
         # gradients; unbind's backward stacks them once.
         for gates in embed_gates.unbind(dim=1):
             hidden, context, alpha = self._recur(gates, state)
-            state = state.with_hidden(hidden)
+            state = state.advance(hidden, alpha)
             hiddens.append(hidden)
             contexts.append(context)
             weights.append(alpha)
@@ -135,4 +135,6 @@ class GRUDecoder(Decoder):
         embedded = self.embed(prev_tokens)  # [B, E]
         hidden, context, weights = self._recur(self.input_from_embed(embedded), state)
         log_probs = self.logits(self._readout(hidden, embedded, context)).log_softmax(dim=-1)
-        return StepOutput(log_probs=log_probs, state=state.with_hidden(hidden), weights=weights)
+        return StepOutput(
+            log_probs=log_probs, state=state.advance(hidden, weights), weights=weights
+        )

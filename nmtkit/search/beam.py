@@ -1,8 +1,5 @@
-"""Decoding strategies: greedy and beam search, batched over sentences and beams.
-
-Both keep only unfinished sentences in the batch: a finished sentence is dropped from every
-tensor at once (``DecoderState.select``), so long sentences never make short ones pay.
-"""
+"""Beam search, batched over sentences and beams; a finished sentence leaves the batch at once
+(``DecoderState.select``), so long sentences never make short ones pay."""
 
 from __future__ import annotations
 
@@ -12,85 +9,7 @@ import torch
 from torch import Tensor
 
 from nmtkit.registry import Hypothesis, SearchStrategy, Translatable, register
-
-NEG_INF = float("-inf")
-
-
-def _next_word_log_probs(
-    log_probs: Tensor, at_cap: Tensor, *, banned: tuple[int, ...], eos_id: int
-) -> Tensor:
-    """Forbid the ``banned`` ids (PAD, BOS) and leave only EOS where ``at_cap`` [N]: [N, V]."""
-    log_probs = log_probs.float()
-    log_probs[:, list(banned)] = NEG_INF
-    if not bool(at_cap.any()):
-        return log_probs
-    forced = torch.full_like(log_probs, NEG_INF)
-    forced[:, eos_id] = log_probs[:, eos_id]  # EOS keeps its own probability
-    return torch.where(at_cap[:, None], forced, log_probs)
-
-
-@register("search", "greedy")
-class GreedySearch(SearchStrategy):
-    """Pick the most probable word at every step."""
-
-    description = "the most probable word at each step"
-
-    @dataclass(frozen=True, kw_only=True, slots=True)
-    class Config:
-        pass
-
-    @torch.no_grad()
-    def search(
-        self,
-        model: Translatable,
-        src: Tensor,
-        lengths: Tensor,
-        *,
-        max_lengths: Tensor,
-        pad_id: int,
-        bos_id: int,
-        eos_id: int,
-        with_weights: bool = False,
-    ) -> list[list[Hypothesis]]:
-        batch_size, src_len = src.shape
-        state = model.init_state(model.encode(src, lengths))
-        steps = int(max_lengths.max()) + 1
-        device = src.device
-        tokens = torch.full((batch_size, steps), eos_id, dtype=torch.long, device=device)  # [B, T]
-        weights = (
-            torch.zeros(batch_size, steps, src_len, device=device) if with_weights else None
-        )  # [B, T, S]
-        log_prob = torch.zeros(batch_size, device=device)
-        out_lengths = torch.zeros(batch_size, dtype=torch.long, device=device)
-        active = torch.arange(batch_size, device=device)  # rows of the batch still decoding
-        prev = torch.full((batch_size,), bos_id, dtype=torch.long, device=device)
-        for t in range(steps):
-            step = model.decode_step(prev, state)
-            log_probs = _next_word_log_probs(
-                step.log_probs, max_lengths[active] <= t, banned=(pad_id, bos_id), eos_id=eos_id
-            )
-            best, word = log_probs.max(dim=-1)  # [b], [b]
-            tokens[active, t] = word
-            log_prob[active] += best
-            if weights is not None:
-                weights[active, t] = step.weights.float()
-            done = word == eos_id
-            out_lengths[active[done]] = t
-            keep = (~done).nonzero().squeeze(1)
-            if keep.numel() == 0:
-                break
-            active, prev, state = active[keep], word[keep], step.state.select(keep)
-        return [
-            [
-                Hypothesis(
-                    tokens=tokens[b, : out_lengths[b]].tolist(),
-                    score=float(log_prob[b]) / float(out_lengths[b] + 1),
-                    log_prob=float(log_prob[b]),
-                    weights=None if weights is None else weights[b, : out_lengths[b] + 1].cpu(),
-                )
-            ]
-            for b in range(batch_size)
-        ]
+from nmtkit.search.common import NEG_INF, restrict_next_words
 
 
 @register("search", "beam")
@@ -135,7 +54,7 @@ class BeamSearch(SearchStrategy):
         for t in range(int(max_lengths.max()) + 1):
             step = model.decode_step(prev, state)
             at_cap = (max_lengths[live] <= t).repeat_interleave(k)
-            log_probs = _next_word_log_probs(
+            log_probs = restrict_next_words(
                 step.log_probs, at_cap, banned=(pad_id, bos_id), eos_id=eos_id
             )
             if with_weights:

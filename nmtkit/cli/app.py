@@ -1,0 +1,95 @@
+"""The typer application and what every subcommand shares: options, set-up, one error handler.
+
+Only this package exits the process, and only in :func:`user_errors`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from nmtkit import __version__
+from nmtkit.console import console, setup_logging
+from nmtkit.errors import NmtkitError
+
+app = typer.Typer(
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    help="Neural machine translation with RNNsearch: preprocess, train, translate, score, align.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Help text is rich markup, where "[default: ...]" would be a tag: write "\\[default: ...]".
+
+Verbose = Annotated[
+    int, typer.Option("--verbose", "-v", count=True, help="More log detail (-v: debug).")
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and errors on stderr.")]
+ModelOpt = Annotated[
+    Path, typer.Option("--model", "-m", help="Model directory (its best.pt) or a checkpoint file.")
+]
+Threads = Annotated[
+    int | None, typer.Option(min=1, help="Torch CPU threads \\[default: torch's choice].")
+]
+Device = Annotated[str, typer.Option(help="Torch device, e.g. cpu or cuda.")]
+UserDirs = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--user-dir",
+        help="Import plugin components from this folder of Python modules (repeatable).",
+    ),
+]
+
+
+def user_errors(command: F) -> F:
+    """Turn an NmtkitError into one line on stderr and its exit code; Ctrl-C exits 130."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except NmtkitError as exc:
+            if os.environ.get("NMTKIT_DEBUG") == "1":
+                traceback.print_exc()
+            console.print(f"nmtkit: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            console.print("nmtkit: interrupted", markup=False)
+            raise typer.Exit(130) from None
+
+    return run  # type: ignore[return-value]
+
+
+def setup(
+    *, verbose: int = 0, quiet: bool = False, user_dirs: Sequence[Path] | None = None
+) -> None:
+    """Configure logging and import the ``--user-dir`` plugin folders, in that order."""
+    from nmtkit.plugins import load_user_dir
+
+    setup_logging(verbosity=verbose, quiet=quiet)
+    for folder in user_dirs or ():
+        load_user_dir(folder)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"nmtkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Neural machine translation with RNNsearch (Bahdanau, Cho and Bengio, 2015)."""

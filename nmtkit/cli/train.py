@@ -1,0 +1,98 @@
+"""`nmtkit train`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nmtkit.cli.app import (
+    Quiet,
+    Threads,
+    UserDirs,
+    Verbose,
+    app,
+    setup,
+    user_errors,
+)
+from nmtkit.console import console
+
+
+@app.command()
+@user_errors
+def train(
+    data_dir: Annotated[Path, typer.Argument(help="Data directory written by nmtkit preprocess.")],
+    save_dir: Annotated[
+        Path, typer.Option("--save-dir", "-o", help="Model directory for checkpoints and logs.")
+    ],
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="YAML config (sections model, train, search)."),
+    ] = None,
+    preset: Annotated[
+        str,
+        typer.Option(
+            help="Preset the config starts from: default, rnnsearch-paper, rnnencdec, tiny."
+        ),
+    ] = "default",
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="Override a config key, e.g. --set train.lr=0.001 (repeatable)."
+        ),
+    ] = None,
+    max_epochs: Annotated[
+        int | None, typer.Option(help="Stop after this many epochs \\[default: no limit].")
+    ] = None,
+    max_updates: Annotated[
+        int | None, typer.Option(help="Stop after this many updates \\[default: no limit].")
+    ] = None,
+    time_budget: Annotated[
+        float | None,
+        typer.Option(help="Stop after this many minutes of training, keeping the best checkpoint."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Random seed \\[default: the config's, 1].")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the run saved in --save-dir exactly where it stopped.")
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option(help="Start afresh even if --save-dir holds a run.")
+    ] = False,
+    threads: Threads = None,
+    print_config: Annotated[bool, typer.Option(help="Print the resolved config and exit.")] = False,
+    verbose: Verbose = 0,
+    quiet: Quiet = False,
+    user_dir: UserDirs = None,
+) -> None:
+    """Train an RNNsearch model (or any registered architecture) on preprocessed data."""
+    from nmtkit.config import dump_yaml, load_config
+    from nmtkit.training.trainer import train as run_train
+
+    setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
+    flags = {
+        "max_epochs": max_epochs,
+        "max_updates": max_updates,
+        "time_budget": time_budget,
+        "seed": seed,
+        "threads": threads,
+    }
+    overrides = list(set_ or []) + [f"train.{k}={v}" for k, v in flags.items() if v is not None]
+    cfg = load_config(preset=preset, path=config, overrides=overrides)
+    if print_config:
+        typer.echo(dump_yaml(cfg), nl=False)
+        return
+    result = run_train(data_dir, save_dir, cfg, resume=resume, overwrite=overwrite)
+    best = (
+        f"best valid BLEU {result.best_bleu:.2f} at update {result.best_step}"
+        if result.best_bleu is not None
+        else "no validation set"
+    )
+    console.print(
+        f"trained {result.steps} updates ({result.epochs:.2f} epochs, "
+        f"{result.seconds / 60:.1f} min), stopped by {result.stop_reason}; {best}; "
+        f"model in {result.model_dir}",
+        markup=False,
+    )

@@ -1,0 +1,88 @@
+"""`nmtkit translate`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from nmtkit.cli.app import (
+    Device,
+    ModelOpt,
+    Quiet,
+    Threads,
+    UserDirs,
+    Verbose,
+    app,
+    setup,
+    user_errors,
+)
+
+
+@app.command()
+@user_errors
+def translate(
+    model: ModelOpt,
+    input: Annotated[
+        str, typer.Option("--input", "-i", help="Input file ('-' for stdin; .gz read).")
+    ] = "-",
+    output: Annotated[str, typer.Option("--output", help="Output file ('-' for stdout).")] = "-",
+    beam: Annotated[
+        int | None,
+        typer.Option(
+            help="Beam size; 1 or --greedy for greedy search \\[default: the model's, 5]."
+        ),
+    ] = None,
+    greedy: Annotated[bool, typer.Option(help="Greedy search instead of beam search.")] = False,
+    length_penalty: Annotated[
+        float | None,
+        typer.Option(help="Beam: rank by log p / length^alpha \\[default: the model's, 1.0]."),
+    ] = None,
+    batch_size: Annotated[
+        int | None, typer.Option(help="Sentences per batch \\[default: the model's, 128].")
+    ] = None,
+    max_len_a: Annotated[
+        float | None, typer.Option(help="Output cap a*|source|+b: a \\[default: the model's, 1.5].")
+    ] = None,
+    max_len_b: Annotated[
+        int | None, typer.Option(help="Output cap a*|source|+b: b \\[default: the model's, 10].")
+    ] = None,
+    nbest: Annotated[
+        int, typer.Option(help="Hypotheses per sentence (with --output-format nbest or jsonl).")
+    ] = 1,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            help="text, nbest (i ||| hypothesis ||| score) or jsonl (scores and alignments)."
+        ),
+    ] = "text",
+    chunk_size: Annotated[
+        int | None,
+        typer.Option(help="Lines read before translating \\[default: 1000, 1 on a terminal]."),
+    ] = None,
+    device: Device = "cpu",
+    threads: Threads = None,
+    verbose: Verbose = 0,
+    quiet: Quiet = False,
+    user_dir: UserDirs = None,
+) -> None:
+    """Translate raw text, one sentence a line, streaming from stdin to stdout."""
+    from nmtkit.formats import open_translation_writer
+    from nmtkit.translate import open_translator
+
+    setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
+    translator = open_translator(
+        model,
+        beam=1 if greedy else beam,
+        length_penalty=length_penalty,
+        batch_size=batch_size,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
+        nbest=nbest,
+        with_alignment=output_format == "jsonl",
+        device=device,
+        threads=threads,
+    )
+    with open_translation_writer(output, output_format) as write:
+        for item in translator.translate_stream(input, chunk_size=chunk_size):
+            write(item)

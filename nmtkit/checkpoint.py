@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from nmtkit import __version__
-from nmtkit.config import Config, config_from_dict
+from nmtkit import __version__, registry
+from nmtkit.config import Config, components, config_from_dict
 from nmtkit.data.text import PAD_ID, TextPipeline, TextSettings
 from nmtkit.errors import CheckpointError, ConfigError, NmtkitError, PluginError
 from nmtkit.files import atomic_path
@@ -94,6 +94,7 @@ def save_checkpoint(
         "format_version": FORMAT_VERSION,
         "nmtkit_version": __version__,
         "config": config.to_dict(),
+        "providers": providers(config),
         "vocab": vocab.to_dict(),
         "model": model.state_dict(),
         "step": step,
@@ -101,6 +102,33 @@ def save_checkpoint(
     }
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
+
+
+def providers(config: Config) -> dict[str, dict[str, str]]:
+    """Each component's kind, name, module and distribution, so a missing plugin can be named."""
+    return {
+        key: {"kind": kind, "name": spec.name, **registry.provider(kind, spec.name)}
+        for key, kind, spec in components(config)
+    }
+
+
+def check_providers(recorded: dict[str, dict[str, str]], *, where: str) -> None:
+    """Raise CheckpointError naming the plugin of the first component that is not registered."""
+    for key, info in recorded.items():
+        kind, name = info.get("kind", ""), info.get("name", "")
+        if kind not in registry.CONTRACTS or name in registry.names(kind):
+            continue
+        source = info.get("distribution") or ""
+        origin = (
+            f"package {source!r}, module {info.get('module')!r}"
+            if source
+            else (f"module {info.get('module')!r}")
+        )
+        raise CheckpointError(
+            f"{key} is {kind} {name!r} from plugin {origin}, which is not loaded",
+            where=where,
+            hint=f"install {source or 'the plugin'} or pass --user-dir with the folder defining it",
+        )
 
 
 def save_train_state(path: Path, state: dict[str, Any]) -> None:
@@ -161,6 +189,7 @@ def load_model(path: str | Path, *, device: str = "cpu") -> LoadedModel:
             where=str(path),
             hint="upgrade nmtkit",
         )
+    check_providers(payload.get("providers", {}), where=str(path))
     try:
         config = config_from_dict(payload["config"])
     except (PluginError, ConfigError) as exc:

@@ -109,6 +109,18 @@ class Config:
         return _to_plain(self)
 
 
+def components(config: Any, *, where: str = "") -> list[tuple[str, str, ComponentSpec]]:
+    """Every component a config chooses: (dotted key, kind, spec), e.g. ("model.encoder", ...)."""
+    found = []
+    for f in dataclasses.fields(config):
+        value, key = getattr(config, f.name), _join(where, f.name)
+        if "kind" in f.metadata:
+            found.append((key, f.metadata["kind"], value))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            found.extend(components(value, where=key))
+    return found
+
+
 def _to_plain(value: Any) -> Any:
     if isinstance(value, ComponentSpec):
         return value.to_dict()

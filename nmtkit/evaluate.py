@@ -118,8 +118,12 @@ def _unknown(kind: str, name: str, valid: Sequence[str]) -> ConfigError:
     return ConfigError(f"unknown {kind} {name!r}", hint=hint)
 
 
-def _check_options(metrics: Sequence[str], tokenize: str | None) -> tuple[str, ...]:
-    """Return the metric keys in order, without repeats; reject unknown names."""
+def check_options(metrics: Sequence[str], tokenize: str | None) -> tuple[str, ...]:
+    """Return the metric keys ('bleu', 'chrf', 'ter') in order, without repeats.
+
+    Raises:
+        ConfigError: an unknown metric or tokenizer, or no metric at all.
+    """
     keys: list[str] = []
     for name in metrics:
         key = name.lower()
@@ -193,7 +197,7 @@ def score(
         ConfigError: an unknown metric or tokenizer.
         DataError: no hypotheses, or a reference stream of another length.
     """
-    keys = _check_options(metrics, tokenize)
+    keys = check_options(metrics, tokenize)
     _check_counts(hyps, refs)
     scores = tuple(
         _score_one(key, hyps, refs, lowercase=lowercase, tokenize=tokenize) for key in keys
@@ -201,6 +205,25 @@ def score(
     report = ScoreReport(scores=scores, num_sentences=len(hyps), warnings=find_warnings(hyps))
     log.debug("scored %d sentences: %s", report.num_sentences, [s.text for s in scores])
     return report
+
+
+def build_metrics(
+    metrics: Sequence[str],
+    refs: Sequence[Sequence[str]],
+    *,
+    lowercase: bool = False,
+    tokenize: str | None = None,
+) -> dict[str, Metric]:
+    """Return sacrebleu metrics by display name ('BLEU', 'chrF', 'TER'), references cached.
+
+    They are built the way :func:`score` and the sacrebleu command build them (``lowercase``
+    and ``tokenize`` reach BLEU only), for code that drives sacrebleu itself (paired tests).
+
+    Raises:
+        ConfigError: an unknown metric or tokenizer.
+    """
+    keys = check_options(metrics, tokenize)
+    return {_METRICS[key][0]: _METRICS[key][1](lowercase, tokenize, refs) for key in keys}
 
 
 def _score_one(
@@ -233,7 +256,12 @@ def corpus_bleu(hyps: Sequence[str], refs: Sequence[str]) -> MetricScore:
     return _score_one("bleu", hyps, [refs], lowercase=False, tokenize=None)
 
 
-def _read_stream(path: str | Path) -> list[str]:
+def read_stream(path: str | Path) -> list[str]:
+    """Read a hypothesis or reference file ('-' for stdin) as the sacrebleu command does.
+
+    Raises:
+        DataError: the file is missing or unreadable, or a line is not valid UTF-8.
+    """
     # The sacrebleu CLI strips all trailing whitespace from every line; so do we.
     # read_lines yields None only with skip_invalid, which is off here.
     return [line.rstrip() for line in read_lines(path) if line is not None]
@@ -255,14 +283,14 @@ def score_files(
         ConfigError: an unknown metric or tokenizer.
         DataError: an unreadable file, or files with different line counts.
     """
-    _check_options(metrics, tokenize)
+    check_options(metrics, tokenize)
     if not ref_paths:
         raise DataError("no reference file given")
-    hyps = _read_stream(hyp_path)
+    hyps = read_stream(hyp_path)
     hyp_name = "<stdin>" if str(hyp_path) == "-" else str(hyp_path)
     refs = []
     for ref_path in ref_paths:
-        stream = _read_stream(ref_path)
+        stream = read_stream(ref_path)
         if len(stream) != len(hyps):
             raise DataError(
                 f"{hyp_name} has {len(hyps)} lines but {ref_path} has {len(stream)}",

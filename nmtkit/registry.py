@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import importlib.metadata
 import logging
 import os
@@ -182,6 +183,13 @@ class Component:
 
     description: ClassVar[str] = ""
 
+    def init_parameters(self) -> None:
+        """Re-initialize what the model's uniform initialization should not set (a no-op here).
+
+        ``Seq2Seq.reset_parameters`` draws every parameter from uniform(-s, s), then calls this
+        on every component, e.g. to set a norm's gain to 1 or a learned temperature.
+        """
+
 
 class Encoder(nn.Module, Component):
     """Reads embedded source words and returns per-position annotations and a summary."""
@@ -293,11 +301,17 @@ class SearchStrategy(Component):
         bos_id: int,
         eos_id: int,
         with_weights: bool = False,
+        prefix: Tensor | None = None,
     ) -> list[list[Hypothesis]]:
         """Return the hypotheses of each sentence of ``src`` [B, S], best first.
 
         ``max_lengths`` [B] caps each output's length, EOS excluded; PAD and BOS are never
         generated. ``with_weights`` keeps each hypothesis's attention weights.
+
+        ``prefix`` holds forced target ids, PAD-padded, [B, P]: every hypothesis of sentence b
+        starts with ``prefix[b]``'s real ids (none for an all-PAD row), whose log-probabilities
+        count in ``log_prob`` and ``score`` like any other word's. The cap still applies: a
+        prefix longer than ``max_lengths[b]`` is cut there and EOS follows.
         """
         raise NotImplementedError
 
@@ -372,6 +386,19 @@ def owner(kind: str, name: str) -> str:
     """Return the module that registered ``name``."""
     get(kind, name)
     return _owners[(kind, name)]
+
+
+def provider(kind: str, name: str) -> dict[str, str]:
+    """Where ``name`` comes from: its module and, when installed as a package, its distribution."""
+    module = owner(kind, name)
+    top = module.split(".")[0]
+    dists = _distributions().get(top, [])
+    return {"module": module, "distribution": dists[0] if dists else ""}
+
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    return dict(importlib.metadata.packages_distributions())
 
 
 def _load_builtins() -> None:

@@ -6,7 +6,6 @@ so that a pipe or an interactive session sees each chunk as soon as it is done.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -16,15 +15,22 @@ from pathlib import Path
 import torch
 
 from nmtkit import registry
-from nmtkit.align import argmax_links, format_pharaoh, piece_weights_to_words
+from nmtkit.alignment.links import argmax_links, piece_weights_to_words
+from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.config import ComponentSpec
-from nmtkit.data.batching import collate_source
+from nmtkit.data.batching import collate_source, pad
 from nmtkit.data.text import BOS_ID, EOS_ID, PAD_ID
-from nmtkit.errors import ConfigError
+from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import read_lines
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import Hypothesis, SearchStrategy
+from nmtkit.search.overrides import (
+    SearchOverrides,
+    describe_search,
+    max_hypotheses,
+    resolve_search,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +76,13 @@ def decode_sequences(
     max_len_a: float,
     max_len_b: int,
     with_weights: bool = False,
+    prefixes: Sequence[Sequence[int]] | None = None,
 ) -> list[list[Hypothesis]]:
-    """Search every id sequence, batching by length; results come back in input order."""
+    """Search every id sequence, batching by length; results come back in input order.
+
+    ``prefixes`` holds each sequence's forced target ids (empty: none); a sentence's length cap
+    a * |x| + b is raised to its prefix's length, so that the whole prefix is kept.
+    """
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     results: list[list[Hypothesis]] = [[] for _ in sequences]
     model.eval()
@@ -81,15 +92,21 @@ def decode_sequences(
             chunk = order[start : start + batch_size]
             src, lengths = collate_source([sequences[i] for i in chunk])
             src, lengths = src.to(device), lengths.to(device)
+            caps = max_lengths(lengths, a=max_len_a, b=max_len_b)  # [b]
+            prefix = None
+            if prefixes is not None and any(prefixes[i] for i in chunk):
+                prefix = pad([prefixes[i] for i in chunk]).to(device)  # [b, P]
+                caps = torch.maximum(caps, (prefix != PAD_ID).sum(dim=1))
             found = strategy.search(
                 model,
                 src,
                 lengths,
-                max_lengths=max_lengths(lengths, a=max_len_a, b=max_len_b),
+                max_lengths=caps,
                 pad_id=PAD_ID,
                 bos_id=BOS_ID,
                 eos_id=EOS_ID,
                 with_weights=with_weights,
+                prefix=prefix,
             )
             for i, hyps in zip(chunk, found, strict=True):
                 results[i] = hyps
@@ -128,33 +145,80 @@ class Translator:
         self.max_src_len = loaded.vocab.max_src_len
 
     def translate_stream(
-        self, path: str | Path, *, chunk_size: int | None = None
+        self,
+        path: str | Path,
+        *,
+        chunk_size: int | None = None,
+        prefix_path: str | Path | None = None,
     ) -> Iterator[Translation]:
         """Translate a file or stdin ('-'); a terminal gets each line translated as it comes.
 
+        Args:
+            prefix_path: a file of target prefixes, one per input line (raw text; an empty line
+                means none); every translation starts with its line's prefix. With stdin, the
+                whole input is read before translating, to check that the line counts match.
+
         Raises:
-            DataError: the input is missing or not valid UTF-8 (naming the line).
+            DataError: the input or prefix file is missing or not valid UTF-8 (naming the line),
+                or the prefix file's line count is not the input's.
         """
         if chunk_size is None:
             chunk_size = 1 if str(path) == "-" and sys.stdin.isatty() else 1000
-        lines = (line or "" for line in read_lines(path))
-        yield from self.translate(lines, chunk_size=chunk_size)
+        lines: Iterable[str] = (line or "" for line in read_lines(path))
+        if prefix_path is None:
+            yield from self.translate(lines, chunk_size=chunk_size)
+            return
+        prefixes = [line or "" for line in read_lines(prefix_path)]
+        if str(path) == "-":
+            lines = list(lines)  # stdin is read once: hold it, to count it before translating
+            num_lines = len(lines)
+        else:
+            num_lines = sum(1 for _ in read_lines(path))
+        if num_lines != len(prefixes):
+            name = "<stdin>" if str(path) == "-" else str(path)
+            raise DataError(
+                f"has {len(prefixes)} lines but the input {name} has {num_lines}",
+                where=str(prefix_path),
+                hint="give one prefix per input line; an empty line means no prefix",
+            )
+        yield from self.translate(lines, chunk_size=chunk_size, prefixes=prefixes)
 
-    def translate(self, lines: Iterable[str], *, chunk_size: int = 1000) -> Iterator[Translation]:
-        """Translate ``lines`` in chunks of ``chunk_size``, yielding results in input order."""
-        chunk: list[str] = []
+    def translate(
+        self,
+        lines: Iterable[str],
+        *,
+        chunk_size: int = 1000,
+        prefixes: Iterable[str] | None = None,
+    ) -> Iterator[Translation]:
+        """Translate ``lines`` in chunks of ``chunk_size``, yielding results in input order.
+
+        ``prefixes`` gives each line's target prefix as raw text ('' for none), line for line.
+        """
+        pairs: Iterable[tuple[str, str]] = (
+            ((line, "") for line in lines)
+            if prefixes is None
+            else zip(lines, prefixes, strict=True)
+        )
+        chunk: list[tuple[str, str]] = []
         offset = 0
-        for line in lines:
-            chunk.append(line)
+        for pair in pairs:
+            chunk.append(pair)
             if len(chunk) >= chunk_size:
-                yield from self.translate_chunk(chunk, offset=offset)
+                yield from self._translate_pairs(chunk, offset=offset)
                 offset += len(chunk)
                 chunk = []
         if chunk:
-            yield from self.translate_chunk(chunk, offset=offset)
+            yield from self._translate_pairs(chunk, offset=offset)
 
-    def translate_chunk(self, lines: Sequence[str], *, offset: int = 0) -> list[Translation]:
-        """Translate one chunk of lines numbered from ``offset``."""
+    def _translate_pairs(self, chunk: list[tuple[str, str]], *, offset: int) -> list[Translation]:
+        lines, prefixes = zip(*chunk, strict=True)
+        return self.translate_chunk(lines, offset=offset, prefixes=prefixes)
+
+    def translate_chunk(
+        self, lines: Sequence[str], *, offset: int = 0, prefixes: Sequence[str] | None = None
+    ) -> list[Translation]:
+        """Translate one chunk of lines numbered from ``offset``, each starting with its
+        ``prefixes`` entry (raw target text, '' for none); an empty line stays empty."""
         src_text = self.loaded.src_text
         ids = [src_text.encode(line) if line.strip() else [] for line in lines]
         for number, seq in enumerate(ids, start=offset + 1):
@@ -169,6 +233,7 @@ class Translator:
         ids = [seq[: self.max_src_len] for seq in ids]
         pieces = [src_text.id_to_piece(seq) for seq in ids]
         busy = [i for i, seq in enumerate(ids) if seq]
+        prefix_ids = self._encode_prefixes(prefixes)
         found = decode_sequences(
             self.loaded.model,
             [ids[i] for i in busy],
@@ -177,6 +242,7 @@ class Translator:
             max_len_a=self.max_len_a,
             max_len_b=self.max_len_b,
             with_weights=self.with_alignment,
+            prefixes=None if prefix_ids is None else [prefix_ids[i] for i in busy],
         )
         hypotheses: list[list[Hypothesis]] = [[] for _ in lines]
         for i, hyps in zip(busy, found, strict=True):
@@ -191,6 +257,12 @@ class Translator:
             for i, line in enumerate(lines)
         ]
 
+    def _encode_prefixes(self, prefixes: Sequence[str] | None) -> list[list[int]] | None:
+        if prefixes is None or not any(p.strip() for p in prefixes):
+            return None
+        tgt_text = self.loaded.tgt_text
+        return [tgt_text.encode(p) if p.strip() else [] for p in prefixes]
+
     def _candidate(self, hyp: Hypothesis, src_pieces: list[str]) -> Candidate:
         text = self.loaded.tgt_text.decode(hyp.tokens)
         alignment = None
@@ -203,8 +275,7 @@ class Translator:
 def open_translator(
     model_path: str | Path,
     *,
-    beam: int | None = None,
-    length_penalty: float | None = None,
+    search: SearchOverrides | None = None,
     batch_size: int | None = None,
     max_len_a: float | None = None,
     max_len_b: int | None = None,
@@ -217,28 +288,22 @@ def open_translator(
 
     Raises:
         CheckpointError: ``model_path`` holds no usable checkpoint.
-        ConfigError: ``nbest`` above the beam size, or a beam or batch size below 1.
+        ConfigError: ``nbest`` above the beam size or number of samples, a batch size below 1,
+            or search overrides that conflict or are out of range (:func:`resolve_search`).
     """
     if batch_size is not None and batch_size < 1:
         raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
     if threads:
         torch.set_num_threads(threads)
     loaded = load_model(model_path, device=device)
-    spec = loaded.config.search.strategy
-    if beam == 1:
-        spec = ComponentSpec(name="greedy", options=registry.get("search", "greedy").Config())
-    elif beam is not None or length_penalty is not None:
-        options = spec.options if spec.name == "beam" else registry.get("search", "beam").Config()
-        changes = {"beam_size": beam, "length_penalty": length_penalty}
-        options = dataclasses.replace(
-            options, **{k: v for k, v in changes.items() if v is not None}
-        )
-        spec = ComponentSpec(name="beam", options=options)
-    if beam is not None and beam < 1:
-        raise ConfigError(f"--beam must be at least 1, got {beam}")
-    width = getattr(spec.options, "beam_size", 1)
+    spec = resolve_search(loaded.config.search.strategy, search or SearchOverrides(), nbest=nbest)
+    width = max_hypotheses(spec)
     if nbest < 1 or nbest > width:
-        raise ConfigError(f"--nbest must be between 1 and the beam size ({width}), got {nbest}")
+        raise ConfigError(
+            f"--nbest must be between 1 and the beam size or number of samples ({width}), "
+            f"got {nbest}"
+        )
+    log.info("search: %s", describe_search(spec))
     return Translator(
         loaded,
         strategy=build_strategy(spec),

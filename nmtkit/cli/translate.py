@@ -36,7 +36,58 @@ def translate(
     greedy: Annotated[bool, typer.Option(help="Greedy search instead of beam search.")] = False,
     length_penalty: Annotated[
         float | None,
-        typer.Option(help="Beam: rank by log p / length^alpha \\[default: the model's, 1.0]."),
+        typer.Option(
+            help="Beam: alpha of GNMT's length penalty, log p / ((5+|y|)/6)^alpha; 0: raw log p "
+            "\\[default: the model's, 1.0]."
+        ),
+    ] = None,
+    coverage_penalty: Annotated[
+        float | None,
+        typer.Option(
+            help="Beam: beta of GNMT's coverage penalty, beta * sum_j log(min(attention paid "
+            "to source word j, 1)); 0: off \\[default: the model's, 0.0]."
+        ),
+    ] = None,
+    early_stop: Annotated[
+        bool | None,
+        typer.Option(
+            "--early-stop/--no-early-stop",
+            help="Beam: stop a sentence at beam-size finished hypotheses, or go on while a "
+            "live one could still beat them \\[default: the model's, --early-stop].",
+        ),
+    ] = None,
+    sampling: Annotated[
+        bool,
+        typer.Option(help="Sample translations instead of searching; --nbest N draws N samples."),
+    ] = False,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="Sampling: divide log p by this; below 1 sharpens \\[default: 1.0]."),
+    ] = None,
+    top_k: Annotated[
+        int | None,
+        typer.Option(help="Sampling: only the k most probable words; 0: all \\[default: 0]."),
+    ] = None,
+    top_p: Annotated[
+        float | None,
+        typer.Option(
+            help="Sampling: only the fewest most probable words of mass p (nucleus); 1: all "
+            "\\[default: 1.0]."
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            help="Sampling: seed; each sentence's samples depend only on it and the sentence "
+            "\\[default: 1]."
+        ),
+    ] = None,
+    prefix: Annotated[
+        str | None,
+        typer.Option(
+            help="File of target prefixes, one per input line (empty line: none); each "
+            "translation starts with its prefix."
+        ),
     ] = None,
     batch_size: Annotated[
         int | None, typer.Option(help="Sentences per batch \\[default: the model's, 128].")
@@ -48,7 +99,11 @@ def translate(
         int | None, typer.Option(help="Output cap a*|source|+b: b \\[default: the model's, 10].")
     ] = None,
     nbest: Annotated[
-        int, typer.Option(help="Hypotheses per sentence (with --output-format nbest or jsonl).")
+        int,
+        typer.Option(
+            help="Hypotheses per sentence (with --output-format nbest or jsonl); with "
+            "--sampling, samples per sentence."
+        ),
     ] = 1,
     output_format: Annotated[
         str,
@@ -68,13 +123,22 @@ def translate(
 ) -> None:
     """Translate raw text, one sentence a line, streaming from stdin to stdout."""
     from nmtkit.formats import open_translation_writer
-    from nmtkit.translate import open_translator
+    from nmtkit.translate import SearchOverrides, open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
     translator = open_translator(
         model,
-        beam=1 if greedy else beam,
-        length_penalty=length_penalty,
+        search=SearchOverrides(
+            beam=1 if greedy else beam,
+            length_penalty=length_penalty,
+            coverage_penalty=coverage_penalty,
+            early_stopping=early_stop,
+            sampling=sampling,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+        ),
         batch_size=batch_size,
         max_len_a=max_len_a,
         max_len_b=max_len_b,
@@ -84,5 +148,5 @@ def translate(
         threads=threads,
     )
     with open_translation_writer(output, output_format) as write:
-        for item in translator.translate_stream(input, chunk_size=chunk_size):
+        for item in translator.translate_stream(input, chunk_size=chunk_size, prefix_path=prefix):
             write(item)

@@ -4,29 +4,59 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 from torch import Tensor
 
-from nmtkit.registry import Hypothesis, SearchStrategy, Translatable, register
-from nmtkit.search.common import NEG_INF, restrict_next_words
+from nmtkit.errors import ConfigError
+from nmtkit.registry import DecoderState, Hypothesis, SearchStrategy, Translatable, register
+from nmtkit.search.rules import NEG_INF, NextWordRules
+
+# Coverage below this counts as this much, so that cp stays finite for an unattended position.
+MIN_COVERAGE = 1e-10
+
+Length = TypeVar("Length", float, Tensor)
 
 
 @register("search", "beam")
 class BeamSearch(SearchStrategy):
-    """Beam search with length normalization: hypotheses ranked by log p / length^alpha.
+    """Beam search ranked by the GNMT score (Wu et al., 2016, eq. 14):
+    s(Y, X) = log P(Y|X) / lp(Y) + cp(X; Y), with lp(Y) = ((5 + |Y|) / 6)^alpha and
+    cp(X; Y) = beta * sum_j log(min(sum_i alpha_ij, 1)).
+
+    |Y| counts EOS; j runs over the real source positions (EOS included) and i over every output
+    step (EOS included), so the coverage is that of the finishing row after its EOS step.
+    alpha = 0 ranks by raw log p, beta = 0 turns the coverage penalty off.
 
     Each step takes the 2K best continuations of the K live hypotheses of every sentence;
-    those ending in EOS among the first K are finished, and the K best others live on. A sentence
-    is done once it has K finished hypotheses (as in fairseq).
+    those ending in EOS among the first K are finished, and the K best others live on. With
+    ``early_stopping`` a sentence is done once it has K finished hypotheses (as in fairseq).
+    Without it, a sentence goes on until none of its live hypotheses can beat the worst of its
+    K best finished ones: a live hypothesis with log p so far can at best score
+    log p / max(lp(|Y| now + 1), lp(cap + 1)) (log p only falls, cp <= 0), the bound of Hugging
+    Face's ``early_stopping="never"``. The cap ends every sentence.
     """
 
-    description = "beam search, batched over sentences and beams, length-normalized"
+    description = "beam search, batched over sentences and beams, GNMT length/coverage penalty"
 
     @dataclass(frozen=True, kw_only=True, slots=True)
     class Config:
-        beam_size: int = 5
-        length_penalty: float = 1.0  # alpha in score = log p / length^alpha; 0 = raw log p
+        beam_size: int = 5  # K
+        length_penalty: float = 1.0  # alpha in lp(Y) = ((5 + |Y|) / 6)^alpha; 0 = raw log p
+        coverage_penalty: float = 0.0  # beta in cp(X; Y); 0 = off
+        early_stopping: bool = True  # done at K finished hypotheses; False: while any can win
+
+        def __post_init__(self) -> None:
+            if self.beam_size < 1:
+                raise ConfigError(
+                    f"beam_size must be at least 1, got {self.beam_size}", where="search.strategy"
+                )
+            if self.coverage_penalty < 0:
+                raise ConfigError(
+                    f"coverage_penalty must not be negative, got {self.coverage_penalty}",
+                    where="search.strategy",
+                )
 
     @torch.no_grad()
     def search(
@@ -40,45 +70,43 @@ class BeamSearch(SearchStrategy):
         bos_id: int,
         eos_id: int,
         with_weights: bool = False,
+        prefix: Tensor | None = None,
     ) -> list[list[Hypothesis]]:
-        batch_size, k, device = src.size(0), self.config.beam_size, src.device
+        k = self.config.beam_size
+        rules = NextWordRules(max_lengths, prefix, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
         state = model.init_state(model.encode(src, lengths))
-        state = state.select(torch.arange(batch_size, device=device).repeat_interleave(k))
-        live = torch.arange(batch_size, device=device)  # sentences still searching
-        scores = torch.full((batch_size, k), NEG_INF, device=device)  # [B, K]
-        scores[:, 0] = 0.0  # at the start only the first beam is real
-        history = torch.zeros(batch_size * k, 0, dtype=torch.long, device=device)  # [B*K, t]
-        attn = torch.zeros(batch_size * k, 0, src.size(1), device=device)  # [B*K, t, S]
-        prev = torch.full((batch_size * k,), bos_id, dtype=torch.long, device=device)
-        finished = _Finished(batch_size, self.config.length_penalty, device)
+        beams = _Beams(state, k, bos_id=bos_id, with_weights=with_weights)
+        finished = _Finished(self.config, max_lengths)
         for t in range(int(max_lengths.max()) + 1):
-            step = model.decode_step(prev, state)
-            at_cap = (max_lengths[live] <= t).repeat_interleave(k)
-            log_probs = restrict_next_words(
-                step.log_probs, at_cap, banned=(pad_id, bos_id), eos_id=eos_id
-            )
-            if with_weights:
-                attn = torch.cat([attn, step.weights.float()[:, None]], dim=1)  # [B*K, t+1, S]
-            totals, rows, words = _expand(scores, log_probs)  # [b, 2K] each
-            ends = words[:, :k] == eos_id
-            finished.add(
-                live, ends, totals[:, :k], rows[:, :k], history, attn if with_weights else None
-            )
-            scores, rows, words = _prune(totals, rows, words, ends_mask=words == eos_id, k=k)
-            history = torch.cat([history[rows], words[:, None]], dim=1)  # [b*K, t+1]
-            state = step.state.select(rows)
-            attn = attn[rows] if with_weights else attn
-            done = finished.counts[live] >= k  # [b]
+            step = model.decode_step(beams.prev, beams.state)
+            log_probs = rules.apply(step.log_probs, sentences=beams.row_sentences(), step=t)
+            beams.record(step.weights)
+            totals, rows, words = _expand(beams.scores, log_probs)  # [b, 2K] each
+            ends = words == eos_id
+            finished.add(beams, step.state, totals[:, :k], rows[:, :k], ends[:, :k])
+            beams.advance(step.state, *_prune(totals, rows, words, ends_mask=ends, k=k))
+            done = finished.done(beams, step=t)  # [b]
+            if bool(done.all()):
+                break
             if bool(done.any()):
-                keep = (~done).nonzero().squeeze(1)  # sentences
-                if keep.numel() == 0:
-                    break
-                keep_rows = (keep[:, None] * k + torch.arange(k, device=device)).view(-1)
-                live, scores, words = live[keep], scores[keep], words[keep_rows]
-                history, state = history[keep_rows], state.select(keep_rows)
-                attn = attn[keep_rows] if with_weights else attn
-            prev = words
+                beams.keep((~done).nonzero().squeeze(1))
         return finished.best(k)
+
+
+def length_penalty(length: Length, alpha: float) -> Length:
+    """GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016, eq. 14)."""
+    return ((5 + length) / 6) ** alpha
+
+
+def coverage_penalty(coverage: Tensor, pad_mask: Tensor, beta: float) -> Tensor:
+    """GNMT's cp = beta * sum_j log(min(coverage_j, 1)) over real positions j: [N].
+
+    Args:
+        coverage: attention paid to each source position so far, [N, S].
+        pad_mask: True at padding, [N, S].
+    """
+    capped = coverage.float().clamp(min=MIN_COVERAGE, max=1.0)  # [N, S]
+    return beta * capped.log().masked_fill(pad_mask, 0.0).sum(dim=-1)  # [N]
 
 
 def _expand(scores: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -114,40 +142,116 @@ def _prune(
     return best, rows.gather(1, order).view(-1), words.gather(1, order).view(-1)
 
 
-class _Finished:
-    """Finished hypotheses of every sentence of the original batch."""
+class _Beams:
+    """The K live hypotheses of every unfinished sentence, flattened to rows b*K.
 
-    def __init__(self, batch_size: int, length_penalty: float, device: torch.device) -> None:
+    Attributes:
+        live: the batch indices of the sentences still searching, [b].
+        scores: each live hypothesis's log p so far, [b, K] (-inf for a dead beam).
+        history: words so far, [b*K, t]; attn: attention per step, [b*K, t, S] (or None).
+        state: the decoder state of every row; prev: each row's last word, [b*K].
+    """
+
+    def __init__(self, state: DecoderState, k: int, *, bos_id: int, with_weights: bool) -> None:
+        batch_size, src_len = state.pad_mask.shape
+        device = state.pad_mask.device
+        self.k = k
+        self.live = torch.arange(batch_size, device=device)  # [B]
+        self.scores = torch.full((batch_size, k), NEG_INF, device=device)  # [B, K]
+        self.scores[:, 0] = 0.0  # at the start only the first beam is real
+        self.state = state.select(self.live.repeat_interleave(k))  # rows B*K
+        self.history = torch.zeros(batch_size * k, 0, dtype=torch.long, device=device)
+        self.attn = torch.zeros(batch_size * k, 0, src_len, device=device) if with_weights else None
+        self.prev = torch.full((batch_size * k,), bos_id, dtype=torch.long, device=device)
+
+    def row_sentences(self) -> Tensor:
+        """The batch index of every row: [b*K]."""
+        return self.live.repeat_interleave(self.k)
+
+    def record(self, weights: Tensor) -> None:
+        """Append this step's attention weights [b*K, S], before the rows are re-ordered."""
+        if self.attn is not None:
+            self.attn = torch.cat([self.attn, weights.float()[:, None]], dim=1)  # [b*K, t+1, S]
+
+    def advance(self, state: DecoderState, scores: Tensor, rows: Tensor, words: Tensor) -> None:
+        """Continue rows ``rows`` [b*K] with ``words`` [b*K]; ``scores`` [b, K] become theirs."""
+        self.scores = scores
+        self.history = torch.cat([self.history[rows], words[:, None]], dim=1)  # [b*K, t+1]
+        self.state = state.select(rows)
+        self.attn = None if self.attn is None else self.attn[rows]
+        self.prev = words
+
+    def keep(self, sentences: Tensor) -> None:
+        """Keep only the live sentences at ``sentences`` [b'] (indices into ``live``)."""
+        arange = torch.arange(self.k, device=sentences.device)
+        rows = (sentences[:, None] * self.k + arange).view(-1)  # [b'*K]
+        self.live, self.scores = self.live[sentences], self.scores[sentences]
+        self.history, self.state = self.history[rows], self.state.select(rows)
+        self.attn = None if self.attn is None else self.attn[rows]
+        self.prev = self.prev[rows]
+
+
+class _Finished:
+    """Finished hypotheses of every sentence of the original batch, and when to stop."""
+
+    def __init__(self, config: BeamSearch.Config, max_lengths: Tensor) -> None:
+        batch_size, device = max_lengths.size(0), max_lengths.device
+        self.config = config
+        self.max_lengths = max_lengths  # [B]
         self.hypotheses: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
         self.counts = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B]
-        self.alpha = length_penalty
+        self.kth_score = torch.full((batch_size,), NEG_INF, device=device)  # [B] K-th best
 
     def add(
-        self,
-        live: Tensor,
-        ends: Tensor,
-        totals: Tensor,
-        rows: Tensor,
-        history: Tensor,
-        attn: Tensor | None,
+        self, beams: _Beams, state: DecoderState, totals: Tensor, rows: Tensor, ends: Tensor
     ) -> None:
-        """Record the continuations where ``ends`` [b, K] is True (and the score is finite)."""
+        """Record the continuations where ``ends`` [b, K] is True (and the log p ``totals``
+        [b, K] is finite); ``rows`` [b, K] index ``state``, the step's state after EOS."""
         ends = ends & torch.isfinite(totals)
         if not bool(ends.any()):
             return
-        length = history.size(1) + 1  # words so far plus EOS
-        for sentence, rank in ends.nonzero().tolist():
-            row, total = int(rows[sentence, rank]), float(totals[sentence, rank])
-            original = int(live[sentence])
-            self.hypotheses[original].append(
+        flat = rows[ends]  # [n]
+        penalties = coverage_penalty(
+            state.coverage[flat], state.pad_mask[flat], self.config.coverage_penalty
+        )  # [n]
+        lp = length_penalty(float(beams.history.size(1) + 1), self.config.length_penalty)
+        sentences = beams.live[ends.nonzero()[:, 0]]  # [n]
+        for sentence, row, total, cp in zip(
+            sentences.tolist(),
+            flat.tolist(),
+            totals[ends].tolist(),
+            penalties.tolist(),
+            strict=True,
+        ):
+            self.hypotheses[sentence].append(
                 Hypothesis(
-                    tokens=history[row].tolist(),
-                    score=total / length**self.alpha,
+                    tokens=beams.history[row].tolist(),
+                    score=total / lp + cp,
                     log_prob=total,
-                    weights=None if attn is None else attn[row].cpu(),
+                    weights=None if beams.attn is None else beams.attn[row].cpu(),
                 )
             )
-            self.counts[original] += 1
+        for sentence in set(sentences.tolist()):
+            self._update(sentence)
+
+    def _update(self, sentence: int) -> None:
+        k, hyps = self.config.beam_size, self.hypotheses[sentence]
+        self.counts[sentence] = len(hyps)
+        if len(hyps) >= k:
+            self.kth_score[sentence] = sorted((h.score for h in hyps), reverse=True)[k - 1]
+
+    def done(self, beams: _Beams, *, step: int) -> Tensor:
+        """Which live sentences [b] need no more search, after step ``step`` (0-based)."""
+        best = beams.scores.max(dim=1).values  # [b]
+        no_live = ~torch.isfinite(best)
+        full = self.counts[beams.live] >= self.config.beam_size
+        if self.config.early_stopping:
+            return full | no_live
+        alpha = self.config.length_penalty
+        longest = (self.max_lengths[beams.live] + 1).float()  # [b], words + EOS
+        shortest = torch.full_like(longest, step + 2)  # one more word: EOS
+        reach = torch.maximum(length_penalty(longest, alpha), length_penalty(shortest, alpha))
+        return no_live | (full & (best / reach <= self.kth_score[beams.live]))
 
     def best(self, n: int) -> list[list[Hypothesis]]:
         """Each sentence's ``n`` best hypotheses by score."""

@@ -1,8 +1,8 @@
-"""Invariants of the RNNsearch model: attention masking, padding, and the paper's step order."""
+"""Invariants of the RNNsearch model: the paper's step order and the loss (attention masking and
+padding, for every registered scorer, are in test_attention.py)."""
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from nmtkit.config import load_config
@@ -22,31 +22,6 @@ def tiny_model(*overrides: str, seed: int = 0) -> Seq2Seq:
 def random_ids(lengths: list[int], seed: int = 0) -> list[list[int]]:
     gen = torch.Generator().manual_seed(seed)
     return [torch.randint(4, VOCAB, (n,), generator=gen).tolist() for n in lengths]
-
-
-@pytest.mark.parametrize("attention", ["additive", "none"])
-def test_attention_weights_sum_to_one_and_are_zero_on_padding(attention: str) -> None:
-    model = tiny_model(f"model.attention={attention}")
-    src = random_ids([3, 7, 5])
-    batch = collate(src, random_ids([4, 2, 6], seed=1), [0, 1, 2])
-    weights = model.force_decode(batch)  # [B, T, S]
-    pad = batch.src == 0
-    assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:2]), atol=1e-5)
-    assert bool((weights.masked_select(pad[:, None, :].expand_as(weights)) == 0).all())
-
-
-@pytest.mark.parametrize("attention", ["additive", "none"])
-def test_more_padding_changes_nothing(attention: str) -> None:
-    model = tiny_model(f"model.attention={attention}")
-    src, tgt = random_ids([4]), random_ids([5], seed=1)
-    alone = collate(src, tgt, [0])
-    padded = collate(src + random_ids([12], seed=3), tgt + random_ids([9], seed=4), [0, 1])
-    w_alone = model.force_decode(alone)[0]
-    w_padded = model.force_decode(padded)[0, : w_alone.size(0), : w_alone.size(1)]
-    assert torch.allclose(w_alone, w_padded, atol=1e-5)
-    logits_alone, _ = model(alone)
-    logits_padded, _ = model(padded)
-    assert torch.allclose(logits_alone, logits_padded[: logits_alone.size(0)], atol=1e-4)
 
 
 def test_attention_at_step_i_ignores_the_previous_word() -> None:

@@ -20,8 +20,9 @@ lint: install
 	$(BIN)/ruff check nmtkit tests benchmarks
 	$(BIN)/mypy nmtkit
 
+# Two workers, one torch thread each; tests sharing a trained model share a worker (loadgroup).
 test: install lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 demo: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash benchmarks/demo.sh

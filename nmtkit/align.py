@@ -1,277 +1,38 @@
-"""Attention weights as word alignments: subword merging, links, Pharaoh files, AER, heatmaps.
+"""Align sentence pairs with trained models: attention as word links, one or both directions.
 
-A link is a pair (i, j) of a 0-based source word i and a 0-based target word j.
+A link is a pair (i, j) of a 0-based source word i and a 0-based target word j. One direction's
+links come from its attention by an extraction method (``argmax``, ``threshold``); the
+bidirectional methods (``grow-diag-final`` and others) combine a source->target model's links
+with a target->source model's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import itertools
-import logging
-import os
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
+from nmtkit.alignment.heatmap import PLOT_FORMATS, plot_heatmap, soft_record
+from nmtkit.alignment.links import (
+    EXTRACTORS,
+    Extractor,
+    Link,
+    extractor,
+    piece_weights_to_words,
+)
+from nmtkit.alignment.pharaoh import format_pharaoh
+from nmtkit.alignment.scoring import AlignmentScores, GoldFile, alignment_error_rate
+from nmtkit.alignment.symmetrize import SYMMETRIZERS, symmetrizer
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.files import read_lines
-
-log = logging.getLogger(__name__)
-
-Link = tuple[int, int]
-_PHARAOH_LINK = re.compile(r"([0-9]+)([-p])([0-9]+)")
-_PLOT_FORMATS = ("png", "svg", "pdf")
-_CELL_INCHES = 0.3  # one word per 0.3 in keeps 10 pt labels readable at any sentence length
-
-
-def _piece_to_word(word_index: Sequence[int], num_pieces: int, side: str) -> np.ndarray:
-    """Return the 0/1 matrix [pieces, words] that maps each piece to its word."""
-    index = np.asarray(word_index, dtype=np.int64).reshape(-1)
-    if len(index) != num_pieces:
-        raise ValueError(f"{side}_word_index has {len(index)} entries for {num_pieces} pieces")
-    num_words = int(index.max()) + 1 if num_pieces else 0
-    if num_pieces and (index.min() < 0 or len(np.unique(index)) != num_words):
-        raise ValueError(f"{side}_word_index must number words 0..N-1, each with a piece")
-    onehot = np.zeros((num_pieces, num_words))
-    onehot[np.arange(num_pieces), index] = 1.0
-    return onehot
-
-
-def merge_to_words(
-    weights: np.ndarray,
-    *,
-    src_word_index: Sequence[int],
-    tgt_word_index: Sequence[int],
-) -> np.ndarray:
-    """Gather attention over subword pieces into attention over words.
-
-    Rows are first renormalized to sum to 1 (the caller has dropped the EOS row and column). A
-    source word gets the sum of its pieces' weights (its attention mass) and a target word the
-    mean of its pieces' rows, so every row still sums to 1. An all-zero row stays zero.
-
-    Args:
-        weights: alpha_ij over pieces, [T_pieces, S_pieces].
-        src_word_index: the 0-based word of each source piece, S_pieces entries.
-        tgt_word_index: the 0-based word of each target piece, T_pieces entries.
-
-    Returns:
-        Word weights, [T_words, S_words].
-    """
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.ndim != 2:
-        raise ValueError(f"weights must be [T_pieces, S_pieces], got shape {weights.shape}")
-    num_tgt_pieces, num_src_pieces = weights.shape
-    src_map = _piece_to_word(src_word_index, num_src_pieces, "src")  # [S_pieces, S_words]
-    tgt_map = _piece_to_word(tgt_word_index, num_tgt_pieces, "tgt")  # [T_pieces, T_words]
-    totals = weights.sum(axis=1, keepdims=True)  # [T_pieces, 1]
-    weights = np.divide(weights, totals, out=np.zeros_like(weights), where=totals > 0)
-    by_src_word = weights @ src_map  # [T_pieces, S_words]
-    tgt_mean = tgt_map / np.maximum(tgt_map.sum(axis=0, keepdims=True), 1.0)
-    return tgt_mean.T @ by_src_word  # [T_words, S_words]
-
-
-def argmax_links(word_weights: np.ndarray) -> list[Link]:
-    """Link each target word j to the source word i it attends to most; sorted (i, j) pairs."""
-    weights = np.asarray(word_weights)
-    if weights.size == 0:
-        return []
-    return sorted((int(i), j) for j, i in enumerate(weights.argmax(axis=1)))
-
-
-def threshold_links(word_weights: np.ndarray, threshold: float) -> list[Link]:
-    """Link every (i, j) whose weight is at least ``threshold``; sorted (i, j) pairs.
-
-    Raises:
-        ConfigError: ``threshold`` is not in (0, 1].
-    """
-    if not 0.0 < threshold <= 1.0:
-        raise ConfigError(f"alignment threshold must be in (0, 1], got {threshold}")
-    tgt, src = np.nonzero(np.asarray(word_weights) >= threshold)
-    return sorted(zip(src.tolist(), tgt.tolist(), strict=True))
-
-
-def format_pharaoh(links: Iterable[Link]) -> str:
-    """Write links as a Pharaoh line, 'i-j' pairs sorted: '0-0 1-2 2-1'."""
-    return " ".join(f"{i}-{j}" for i, j in sorted(set(links)))
-
-
-def parse_pharaoh(
-    line: str,
-    *,
-    where: str | None = None,
-    one_indexed: bool = False,
-    reverse: bool = False,
-) -> tuple[set[Link], set[Link]]:
-    """Read a Pharaoh line into (sure, possible) link sets, with sure a subset of possible.
-
-    'i-j' is a sure link (so also possible) and 'ipj' a possible one only.
-
-    Args:
-        where: ``path:line`` named in errors.
-        one_indexed: the file counts words from 1 (Och & Ney's Hansards gold); return 0-based.
-        reverse: the file writes 'j-i' (target first); return (i, j).
-
-    Raises:
-        DataError: a token is not 'i-j' or 'ipj', or is 0 in a one-indexed file.
-    """
-    sure: set[Link] = set()
-    possible: set[Link] = set()
-    offset = 1 if one_indexed else 0
-    for token in line.split():
-        match = _PHARAOH_LINK.fullmatch(token)
-        if match is None:
-            raise DataError(
-                f"malformed alignment link {token!r}",
-                where=where,
-                hint="expected 'i-j' (sure) or 'ipj' (possible), e.g. '0-1 2p3'",
-            )
-        i, j = int(match[1]) - offset, int(match[3]) - offset
-        if min(i, j) < 0:
-            raise DataError(f"alignment link {token!r} has a 0 in a one-indexed file", where=where)
-        link = (j, i) if reverse else (i, j)
-        possible.add(link)
-        if match[2] == "-":
-            sure.add(link)
-    return sure, possible
-
-
-def read_pharaoh(
-    path: str | Path, *, one_indexed: bool = False, reverse: bool = False
-) -> list[tuple[set[Link], set[Link]]]:
-    """Read a Pharaoh file ('-' for stdin): one (sure, possible) pair per line, see parse_pharaoh.
-
-    Raises:
-        DataError: the file is unreadable or a line is malformed (naming file and line).
-    """
-    name = "<stdin>" if str(path) == "-" else str(path)
-    return [
-        parse_pharaoh(line or "", where=f"{name}:{i}", one_indexed=one_indexed, reverse=reverse)
-        for i, line in enumerate(read_lines(path), start=1)
-    ]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class AlignmentScores:
-    """Alignment quality against sure (S) and possible (P) gold links (Och & Ney, 2003).
-
-    Attributes:
-        precision: |A ∩ P| / |A| (0 when nothing is predicted).
-        recall: |A ∩ S| / |S| (0 when the gold has no sure link).
-        aer: 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|); lower is better.
-    """
-
-    precision: float
-    recall: float
-    aer: float
-    num_sentences: int
-
-
-def alignment_error_rate(
-    predicted: Sequence[set[Link]], gold: Sequence[tuple[set[Link], set[Link]]]
-) -> AlignmentScores:
-    """Score predicted links A against gold (S, P) pairs, counts summed over the corpus.
-
-    Raises:
-        DataError: the two lists differ in length, or there is nothing to score.
-    """
-    if len(predicted) != len(gold):
-        raise DataError(f"{len(predicted)} predicted alignments but {len(gold)} gold alignments")
-    num_predicted = num_sure = sure_hits = possible_hits = 0
-    for links, (sure, possible) in zip(predicted, gold, strict=True):
-        links = set(links)
-        num_predicted += len(links)
-        num_sure += len(sure)
-        sure_hits += len(links & sure)
-        possible_hits += len(links & (possible | sure))
-    if num_predicted + num_sure == 0:
-        raise DataError("nothing to score: no predicted and no sure gold links")
-    return AlignmentScores(
-        precision=possible_hits / num_predicted if num_predicted else 0.0,
-        recall=sure_hits / num_sure if num_sure else 0.0,
-        aer=1.0 - (sure_hits + possible_hits) / (num_predicted + num_sure),
-        num_sentences=len(gold),
-    )
-
-
-def _check_shape(
-    word_weights: np.ndarray, src_words: Sequence[str], tgt_words: Sequence[str]
-) -> np.ndarray:
-    weights = np.asarray(word_weights, dtype=np.float64)
-    if weights.shape != (len(tgt_words), len(src_words)):
-        raise ValueError(
-            f"word_weights has shape {weights.shape}, "
-            f"expected [T_words, S_words] = ({len(tgt_words)}, {len(src_words)})"
-        )
-    return weights
-
-
-def soft_record(
-    src_words: Sequence[str], tgt_words: Sequence[str], word_weights: np.ndarray
-) -> dict[str, Any]:
-    """Return a ``--soft`` JSON record: the words and weight rows [T_words, S_words], 4 places."""
-    weights = _check_shape(word_weights, src_words, tgt_words)
-    return {"src": list(src_words), "tgt": list(tgt_words), "weights": weights.round(4).tolist()}
-
-
-def plot_heatmap(
-    word_weights: np.ndarray,
-    *,
-    src_words: Sequence[str],
-    tgt_words: Sequence[str],
-    path: Path,
-    title: str | None = None,
-) -> None:
-    """Draw weights as in Bahdanau et al. (2015), Fig. 3 and write them to ``path`` atomically.
-
-    Source words run along the top, target words down the side; 0 is black and 1 white. The
-    format (png, svg, pdf) comes from the suffix; ``title`` goes under the matrix.
-
-    Raises:
-        ConfigError: matplotlib is not installed, or the suffix is not a known format.
-        DataError: the source or target sentence is empty.
-    """
-    path = Path(path)
-    fmt = path.suffix.lower().lstrip(".")
-    if fmt not in _PLOT_FORMATS:
-        raise ConfigError(
-            f"cannot plot to {str(path)!r}: unknown image format", hint="use .png, .svg or .pdf"
-        )
-    weights = _check_shape(word_weights, src_words, tgt_words)
-    if weights.size == 0:
-        raise DataError("nothing to plot: the source or target sentence is empty", where=str(path))
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        hint = "pip install nmtkit[plot]"
-        raise ConfigError("matplotlib is needed for --plot", hint=hint) from None
-
-    num_tgt, num_src = weights.shape
-    fig = Figure(figsize=(_CELL_INCHES * num_src, _CELL_INCHES * num_tgt))
-    FigureCanvasAgg(fig)
-    fig.subplots_adjust(left=0.0, right=1.0, bottom=0.0, top=1.0)
-    ax = fig.add_subplot()
-    ax.imshow(weights, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
-    ax.xaxis.tick_top()
-    ax.set_xticks(range(num_src), labels=list(src_words), rotation=90, fontsize=10)
-    ax.set_yticks(range(num_tgt), labels=list(tgt_words), fontsize=10)
-    if title:
-        ax.set_xlabel(title, fontsize=11)
-    # A temporary name with the real suffix, so that savefig and any reader see the same format.
-    tmp = path.with_name(f"{path.stem}.tmp{path.suffix}")
-    try:
-        fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    log.debug("wrote attention heatmap %s", path)
-
-
-# ------------------------------------------------------------------ alignment from a model
+from nmtkit.files import atomic_write, count_lines, read_lines
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -284,19 +45,48 @@ class WordAlignment:
     links: list[Link]
 
 
-def piece_weights_to_words(
-    weights: Any, src_pieces: Sequence[str], tgt_pieces: Sequence[str]
-) -> np.ndarray:
-    """Word-level weights [T_words, S_words] from attention over pieces (a tensor [>=T, >=S]).
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AlignReport:
+    """What :func:`align_files` did: pairs aligned, and their scores when a gold was given."""
 
-    The EOS step and the EOS position (and any padding) are dropped; rows are renormalized.
+    num_pairs: int
+    scores: AlignmentScores | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AlignOutput:
+    """What :func:`align_files` writes, and where.
+
+    Attributes:
+        path: the Pharaoh lines ('-' for stdout; None for none, e.g. when only scoring).
+        soft: write each pair's word weights as a JSON line instead of its links.
+        plot_dir: write one heatmap per pair into this folder.
+        plot_format: the heatmaps' format: png, svg or pdf.
     """
-    from nmtkit.data.text import word_index
 
-    matrix = weights[: len(tgt_pieces), : len(src_pieces)].double().numpy()
-    return merge_to_words(
-        matrix, src_word_index=word_index(src_pieces), tgt_word_index=word_index(tgt_pieces)
-    )
+    path: str | None = "-"
+    soft: bool = False
+    plot_dir: Path | None = None
+    plot_format: str = "png"
+
+
+def method_names() -> list[str]:
+    """Every ``--method``: the one-direction extraction methods, then the bidirectional ones."""
+    return [*EXTRACTORS, *SYMMETRIZERS]
+
+
+def is_bidirectional(method: str) -> bool:
+    """Whether ``method`` combines two directions' links (and so needs a reverse model).
+
+    Raises:
+        ConfigError: no method has that name.
+    """
+    if method not in EXTRACTORS and method not in SYMMETRIZERS:
+        close = difflib.get_close_matches(method, method_names(), n=1)
+        names = ", ".join(method_names())
+        hint = f"did you mean '{close[0]}'?" if close else f"choose from {names}"
+        raise ConfigError(f"unknown alignment method '{method}'", hint=hint)
+    return method in SYMMETRIZERS
 
 
 def align_corpus(
@@ -304,22 +94,27 @@ def align_corpus(
     src_lines: Iterable[str],
     tgt_lines: Iterable[str],
     *,
+    method: str = "argmax",
+    threshold: float = 0.5,
     batch_size: int = 64,
-) -> Iterable[WordAlignment]:
+) -> Iterator[WordAlignment]:
     """Force-decode each target with the model and turn its attention into word alignments.
 
     Args:
         loaded: a :class:`nmtkit.checkpoint.LoadedModel`.
         src_lines, tgt_lines: raw sentence pairs, as many of each.
+        method: a one-direction extraction method (see ``nmtkit.alignment.links.EXTRACTORS``).
+        threshold: the least weight a link needs, for ``threshold``.
 
     Raises:
+        ConfigError: an unknown method, or a threshold outside (0, 1].
         DataError: the two sides differ in length.
     """
     import torch
 
     from nmtkit.data.batching import collate
-    from nmtkit.data.text import words
 
+    extract = extractor(method)
     pairs = iter(zip(src_lines, tgt_lines, strict=True))
     model = loaded.model.eval()
     while chunk := [pair for _, pair in zip(range(batch_size), pairs, strict=False)]:
@@ -331,22 +126,153 @@ def align_corpus(
         for row, (src, tgt) in enumerate(zip(src_ids, tgt_ids, strict=True)):
             src_pieces = loaded.src_text.id_to_piece(src)
             tgt_pieces = loaded.tgt_text.id_to_piece(tgt)
-            if not src_pieces or not tgt_pieces:
-                src_words, tgt_words = words(src_pieces), words(tgt_pieces)
-                yield WordAlignment(
-                    src_words=src_words,
-                    tgt_words=tgt_words,
-                    weights=np.zeros((len(tgt_words), len(src_words))),
-                    links=[],
-                )
-                continue
-            merged = piece_weights_to_words(weights[row], src_pieces, tgt_pieces)
-            yield WordAlignment(
-                src_words=words(src_pieces),
-                tgt_words=words(tgt_pieces),
-                weights=merged,
-                links=argmax_links(merged),
+            yield _word_alignment(weights[row], src_pieces, tgt_pieces, extract, threshold)
+
+
+def _word_alignment(
+    weights: Any,
+    src_pieces: list[str],
+    tgt_pieces: list[str],
+    extract: Extractor,
+    threshold: float,
+) -> WordAlignment:
+    """One pair's word weights and links from its attention over pieces [>=T, >=S]."""
+    from nmtkit.data.text import words
+
+    src_words, tgt_words = words(src_pieces), words(tgt_pieces)
+    if not src_pieces or not tgt_pieces:
+        empty = np.zeros((len(tgt_words), len(src_words)))
+        return WordAlignment(src_words=src_words, tgt_words=tgt_words, weights=empty, links=[])
+    merged = piece_weights_to_words(weights, src_pieces, tgt_pieces)
+    links = extract(merged, threshold)
+    return WordAlignment(src_words=src_words, tgt_words=tgt_words, weights=merged, links=links)
+
+
+def symmetrize_corpus(
+    forward: Iterable[WordAlignment], backward: Iterable[WordAlignment], *, method: str
+) -> Iterator[WordAlignment]:
+    """Combine source->target alignments with target->source ones of the same pairs.
+
+    ``backward`` aligns each pair the other way round (its source is the target); its links
+    are transposed before ``method`` combines them. Each item keeps the forward weights.
+
+    Raises:
+        ConfigError: ``method`` is not a symmetrization method.
+        DataError: the two sides differ in length, or split a pair into different words.
+    """
+    combine = symmetrizer(method)
+    for number, (fwd, bwd) in enumerate(zip(forward, backward, strict=True), start=1):
+        if (len(bwd.tgt_words), len(bwd.src_words)) != (len(fwd.src_words), len(fwd.tgt_words)):
+            raise DataError(
+                f"sentence pair {number}: the two models split it into different words",
+                hint="preprocess both directions with the same text settings",
             )
+        yield replace(fwd, links=combine(fwd.links, [(i, j) for j, i in bwd.links]))
+
+
+def _check_options(
+    method: str,
+    *,
+    reverse_model: object | None,
+    threshold: float,
+    output: AlignOutput,
+    limit: int | None,
+    batch_size: int,
+) -> None:
+    """Reject bad ``align`` options before any file is read or model loaded."""
+    bidirectional = is_bidirectional(method)
+    if bidirectional and reverse_model is None:
+        raise ConfigError(
+            f"--method {method} combines both directions",
+            hint="give --reverse-model, a model trained target->source",
+        )
+    if not bidirectional and reverse_model is not None:
+        raise ConfigError(
+            f"--reverse-model is not used by --method {method}",
+            hint=f"the bidirectional methods are {', '.join(SYMMETRIZERS)}",
+        )
+    if not 0.0 < threshold <= 1.0:
+        raise ConfigError(f"--threshold must be in (0, 1], got {threshold}")
+    if output.plot_format not in PLOT_FORMATS:
+        raise ConfigError(
+            f"unknown plot format {output.plot_format!r}; formats: {', '.join(PLOT_FORMATS)}"
+        )
+    if limit is not None and limit < 0:
+        raise ConfigError(f"--limit must be 0 or more, got {limit}")
+    if batch_size < 1:
+        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
+
+
+def _check_lines(src_path: Path, tgt_path: Path, gold: GoldFile | None) -> None:
+    """Require one line per pair in the source, the target and the gold file."""
+    num_src, num_tgt = count_lines(src_path), count_lines(tgt_path)
+    if num_src != num_tgt:
+        raise DataError(f"{src_path} has {num_src} lines but {tgt_path} has {num_tgt}")
+    if gold is not None and (num_gold := count_lines(gold.path)) != num_src:
+        raise DataError(f"{src_path} has {num_src} lines but gold {gold.path} has {num_gold}")
+
+
+def _check_directions(forward: Any, reverse: Any, reverse_path: str | Path) -> None:
+    """Require the reverse model to translate the other way round."""
+    want = (forward.vocab.tgt_lang, forward.vocab.src_lang)
+    got = (reverse.vocab.src_lang, reverse.vocab.tgt_lang)
+    if got != want:
+        raise ConfigError(
+            f"--reverse-model {reverse_path} translates {got[0]}->{got[1]}, "
+            f"expected {want[0]}->{want[1]}"
+        )
+
+
+def _lines(path: Path, limit: int | None) -> Iterator[str]:
+    return (line or "" for line in itertools.islice(read_lines(path), limit))
+
+
+def _write(stream: IO[str] | None, item: WordAlignment, number: int, output: AlignOutput) -> None:
+    """Write one pair's Pharaoh line (or soft record) and its heatmap, as ``output`` says."""
+    if stream is not None:
+        if output.soft:
+            record = soft_record(item.src_words, item.tgt_words, item.weights)
+            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+        else:
+            stream.write(format_pharaoh(item.links) + "\n")
+    if output.plot_dir is not None and item.links:
+        plot_heatmap(
+            item.weights,
+            src_words=item.src_words,
+            tgt_words=item.tgt_words,
+            path=output.plot_dir / f"{number:05d}.{output.plot_format}",
+            title=f"pair {number}",
+        )
+
+
+def _alignments(
+    model_path: str | Path,
+    reverse_model_path: str | Path | None,
+    src_path: Path,
+    tgt_path: Path,
+    *,
+    method: str,
+    threshold: float,
+    limit: int | None,
+    batch_size: int,
+    device: str,
+) -> Iterator[WordAlignment]:
+    """Load the model (and the reverse model) and align the pairs with ``method``."""
+    from nmtkit.checkpoint import load_model
+
+    forward = load_model(model_path, device=device)
+    src_lines, tgt_lines = _lines(src_path, limit), _lines(tgt_path, limit)
+    if reverse_model_path is None:
+        return align_corpus(
+            forward, src_lines, tgt_lines, method=method, threshold=threshold, batch_size=batch_size
+        )
+    reverse = load_model(reverse_model_path, device=device)
+    _check_directions(forward, reverse, reverse_model_path)
+    # Each direction links every target word to its argmax source word; then they combine.
+    one_way = align_corpus(forward, src_lines, tgt_lines, batch_size=batch_size)
+    back_lines, forth_lines = _lines(tgt_path, limit), _lines(src_path, limit)
+    other_way = align_corpus(reverse, back_lines, forth_lines, batch_size=batch_size)
+    return symmetrize_corpus(one_way, other_way, method=method)
 
 
 def align_files(
@@ -354,69 +280,80 @@ def align_files(
     src_path: Path,
     tgt_path: Path,
     *,
-    output: str = "-",
-    soft: bool = False,
-    plot_dir: Path | None = None,
-    plot_format: str = "png",
+    method: str = "argmax",
+    threshold: float = 0.5,
+    reverse_model_path: str | Path | None = None,
+    output: AlignOutput | None = None,
+    gold: GoldFile | None = None,
     limit: int | None = None,
     batch_size: int = 64,
     device: str = "cpu",
     threads: int | None = None,
-) -> int:
-    """Align a parallel corpus with a model: Pharaoh lines (or soft JSON) and heatmaps.
+) -> AlignReport:
+    """Align a parallel corpus with a model (or two): Pharaoh lines or soft JSON, heatmaps, scores.
 
-    Returns:
-        The number of pairs aligned.
+    Args:
+        method: an extraction method (``argmax``, ``threshold``) or, with
+            ``reverse_model_path``, a bidirectional one (``grow-diag-final``, ...).
+        threshold: the least weight a link needs, for ``threshold``.
+        reverse_model_path: a target->source model for the bidirectional methods.
+        output: what to write and where (default: Pharaoh lines on stdout).
+        gold: score the links against this gold alignment (one line per pair).
+        limit: only the first N pairs (and gold lines).
 
     Raises:
-        DataError: missing files, different line counts, invalid UTF-8.
-        ConfigError: an unknown plot format, a negative limit, a batch size below 1, or
-            matplotlib missing for ``plot_dir``.
+        DataError: missing files, different line counts, invalid UTF-8, a malformed gold.
+        ConfigError: an unknown method or plot format, a missing or unneeded reverse model, a
+            threshold, limit or batch size out of range, or matplotlib missing for plots.
     """
-    import json
-    import sys
-
     import torch
 
-    from nmtkit.checkpoint import load_model
-    from nmtkit.files import atomic_write, count_lines
-
-    if plot_format not in _PLOT_FORMATS:
-        raise ConfigError(
-            f"unknown plot format {plot_format!r}; formats: {', '.join(_PLOT_FORMATS)}"
-        )
-    if limit is not None and limit < 0:
-        raise ConfigError(f"--limit must be 0 or more, got {limit}")
-    if batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
-    num_src, num_tgt = count_lines(src_path), count_lines(tgt_path)
-    if num_src != num_tgt:
-        raise DataError(f"{src_path} has {num_src} lines but {tgt_path} has {num_tgt}")
+    output = output or AlignOutput()
+    _check_options(
+        method,
+        reverse_model=reverse_model_path,
+        threshold=threshold,
+        output=output,
+        limit=limit,
+        batch_size=batch_size,
+    )
+    _check_lines(src_path, tgt_path, gold)
+    gold_links = gold.read()[:limit] if gold is not None else []
     if threads:
         torch.set_num_threads(threads)
-    loaded = load_model(model_path, device=device)
-    src_lines = (line or "" for line in itertools.islice(read_lines(src_path), limit))
-    tgt_lines = (line or "" for line in itertools.islice(read_lines(tgt_path), limit))
-    if plot_dir is not None:
-        plot_dir.mkdir(parents=True, exist_ok=True)
+    items = _alignments(
+        model_path,
+        reverse_model_path,
+        src_path,
+        tgt_path,
+        method=method,
+        threshold=threshold,
+        limit=limit,
+        batch_size=batch_size,
+        device=device,
+    )
+    if output.plot_dir is not None:
+        output.plot_dir.mkdir(parents=True, exist_ok=True)
+    predicted: list[list[Link]] = []
     count = 0
     with contextlib.ExitStack() as stack:
-        stream = sys.stdout if output == "-" else stack.enter_context(atomic_write(output))
-        for count, item in enumerate(
-            align_corpus(loaded, src_lines, tgt_lines, batch_size=batch_size), 1
-        ):
-            record = soft_record(item.src_words, item.tgt_words, item.weights) if soft else None
-            stream.write(
-                json.dumps(record, ensure_ascii=False) + "\n"
-                if soft
-                else format_pharaoh(item.links) + "\n"
-            )
-            if plot_dir is not None and item.links:
-                plot_heatmap(
-                    item.weights,
-                    src_words=item.src_words,
-                    tgt_words=item.tgt_words,
-                    path=plot_dir / f"{count:05d}.{plot_format}",
-                    title=f"pair {count}",
-                )
-    return count
+        stream = _open_output(output.path, stack)
+        for count, item in enumerate(items, start=1):
+            _write(stream, item, count, output)
+            if gold is not None:
+                predicted.append(item.links)
+    if gold is None:
+        return AlignReport(num_pairs=count, scores=None)
+    scores = alignment_error_rate(
+        predicted,
+        gold_links,
+        predicted_name=f"the alignments of {src_path}",
+        gold_name=str(gold.path),
+    )
+    return AlignReport(num_pairs=count, scores=scores)
+
+
+def _open_output(path: str | None, stack: contextlib.ExitStack) -> IO[str] | None:
+    if path is None:
+        return None
+    return sys.stdout if path == "-" else stack.enter_context(atomic_write(path))

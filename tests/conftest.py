@@ -6,7 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import settings
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One torch thread per worker: the workers already use every core between them.
+    torch.set_num_threads(1)
 
 # CI (CI=true) runs the derandomized profile so that failures reproduce.
 settings.register_profile("ci", derandomize=True, deadline=None)

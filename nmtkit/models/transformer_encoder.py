@@ -84,6 +84,12 @@ class TransformerEncoder(Encoder):
         self.output_size = size
         self.summary_size = size
 
+    def init_parameters(self) -> None:
+        """Layer norms start as the identity (gain 1, bias 0), not at the uniform draw."""
+        for module in self.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.reset_parameters()
+
     def forward(self, embedded: Tensor, lengths: Tensor, pad_mask: Tensor) -> EncoderOutput:
         S = embedded.size(1)
         x = self.input_proj(embedded) * self.scale  # [B, S, C]

@@ -97,7 +97,11 @@ HELP_OPTIONS = {
         "--device",
         "--threads",
     ],
-    "score": ["--ref", "--input", "--metric", "--lowercase", "--tokenize", "--json"],
+    "score": [
+        *("--ref", "--input", "--metric", "--lowercase", "--tokenize", "--json", "--name"),
+        *("--paired-bs", "--paired-ar", "--paired-bs-n", "--paired-ar-n", "--seed"),
+        *("--by-length", "--source", "--bucket-by", "--buckets", "--plot"),
+    ],
     "align": [
         "--model",
         "--source",
@@ -442,6 +446,65 @@ def test_score_warns_on_stderr_about_tokenized_or_segmented_hypotheses(
     assert "nmtkit: warning:" in result.stderr
     assert phrase in flat(result.stderr)
     assert [row.split("\t")[0] for row in out_lines(result.stdout)] == ["BLEU", "chrF", "TER"]
+
+
+def test_score_paired_bootstrap_of_positional_systems_equals_sacrebleu(
+    cli: Invoke, score_files: tuple[Path, Path, Path]
+) -> None:
+    hyp, ref, ref2 = (str(p) for p in score_files)
+    args = ["--paired-bs", "--paired-bs-n", "40"]
+    result = cli(["score", "-r", ref, hyp, ref2, "-M", "bleu", "--json", *args])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["systems"] == [hyp, ref2]
+    proc = subprocess.run(
+        [str(BIN_DIR / "sacrebleu"), ref, "-i", hyp, ref2, "-m", "bleu", "-f", "json", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "SACREBLEU_SEED"},
+    )
+    expected = [row["BLEU"] for row in json.loads(proc.stdout)]
+    (bleu,) = report["significance"]["metrics"]
+    for ours, theirs in zip(bleu["results"], expected, strict=True):
+        for key in ("score", "p_value", "mean", "ci"):
+            assert ours[key] == pytest.approx(theirs[key]), key
+    assert bleu["results"][0]["p_value"] is None
+    assert "bs:40|seed:12345" in bleu["signature"]
+
+
+def test_score_several_systems_prints_a_line_per_system_and_metric(
+    cli: Invoke, score_files: tuple[Path, Path, Path]
+) -> None:
+    hyp, ref, ref2 = (str(p) for p in score_files)
+    result = cli(["score", "-r", ref, "-i", hyp, ref2, "--name", "A", "--name", "B", "-M", "bleu"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split("\t") for line in out_lines(result.stdout)]
+    assert [row[:2] for row in rows] == [["A", "BLEU"], ["B", "BLEU"]]
+    assert "A" in flat(result.stderr) and "nrefs:1" in result.stderr
+
+
+def test_score_by_source_length_reports_buckets_and_draws_figure_2(
+    cli: Invoke,
+    score_files: tuple[Path, Path, Path],
+    val_pairs: tuple[list[str], list[str]],
+    tmp_path: Path,
+) -> None:
+    hyp, ref, ref2 = (str(p) for p in score_files)
+    src = tmp_path / "src.en"
+    src.write_text(stdin_of(val_pairs[0]), "utf-8")
+    plot = tmp_path / "fig2.png"
+    args = ["--by-length", "--source", str(src), "--buckets", "0,10,15", "--plot", str(plot)]
+    result = cli(["score", "-r", ref, hyp, ref2, "-M", "bleu", "--json", *args])
+    assert result.exit_code == 0, result.output
+    by_length = json.loads(result.stdout)["by_length"]
+    assert by_length["by"] == "source"
+    assert [b["label"] for b in by_length["buckets"]] == ["0-9", "10-14", "15+"]
+    assert sum(b["num_sentences"] for b in by_length["buckets"]) == NUM_VALID
+    assert all(len(b["bleu"]) == 2 for b in by_length["buckets"])
+    assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert sorted(tmp_path.iterdir()) == [plot, src]
 
 
 # ------------------------------------------------------------------------------ align

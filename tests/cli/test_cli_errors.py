@@ -110,6 +110,46 @@ def test_score_names_stdin_when_piped_hypotheses_differ_in_count(
     assert result.stdout == ""
 
 
+def test_score_names_the_system_whose_line_count_differs(cli: Invoke, tmp_path: Path) -> None:
+    base = write_lines(tmp_path / "base.de", ["Ein Hund.", "Eine Katze."])
+    other = write_lines(tmp_path / "other.de", ["Ein Hund."])
+    ref = write_lines(tmp_path / "ref.de", ["Ein Hund.", "Eine Katze."])
+    result = cli(["score", "-r", str(ref), str(base), str(other), "--paired-bs"])
+    assert_user_error(result, 1, "other.de has 1 lines", "ref.de has 2")
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--by-length", "--buckets", "0,10,x"], "--buckets '0,10,x'"),
+        (["--by-length", "--buckets", "10,20"], "first bucket edge must be 0"),
+        (["--buckets", "0,10"], "--buckets is used only with --by-length"),
+        (["--by-length", "--bucket-by", "source"], "--source"),
+        (["--paired-bs", "--paired-ar"], "exclude each other"),
+        (["--paired-ar"], "two systems"),
+        (["--plot", "fig.bmp"], "unknown image format"),
+    ],
+    ids=[
+        "not-a-number",
+        "not-from-0",
+        "without-by-length",
+        "no-source",
+        "two-tests",
+        "one-system",
+        "bmp",
+    ],
+)
+def test_score_bad_analysis_options_are_usage_errors(
+    cli: Invoke, tmp_path: Path, extra: list[str], fragment: str
+) -> None:
+    ref = write_lines(tmp_path / "ref.de", ["Ein Hund."])
+    result = cli(["score", "-r", str(ref), *extra], input="Ein Hund.\n")
+    assert_user_error(result, 2, fragment)
+    assert result.stdout == ""
+    assert sorted(tmp_path.iterdir()) == [ref]
+
+
 def test_align_names_both_files_and_counts_when_line_counts_differ(
     cli: Invoke, model_dir: Path, tmp_path: Path
 ) -> None:
@@ -284,7 +324,7 @@ def test_unknown_key_in_config_file_names_the_file(
     ("override", "listed"),
     [
         ("model.attention.name=locatoin", "additive"),
-        ("model.encoder=transformer", "birnn"),
+        ("model.encoder=convs2s", "birnn, cnn"),
         ("search.strategy=bean", "beam, greedy"),
     ],
 )
@@ -464,7 +504,7 @@ def test_ctrl_c_exits_130_with_one_line(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("nmtkit.evaluate.score_files", interrupted)
+    monkeypatch.setattr("nmtkit.comparison.compare_files", interrupted)
     ref = write_lines(tmp_path / "ref.de", ["Ein Hund."])
     result = cli(["score", "-r", str(ref)], input="Ein Hund.\n")
     assert result.exit_code == 130

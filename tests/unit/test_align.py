@@ -1,4 +1,4 @@
-"""Subword merging, link extraction, Pharaoh I/O, AER and heatmaps."""
+"""Subword merging, link extraction, soft records and heatmaps."""
 
 from __future__ import annotations
 
@@ -12,18 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtkit.align import (
-    AlignmentScores,
-    alignment_error_rate,
-    argmax_links,
-    format_pharaoh,
-    merge_to_words,
-    parse_pharaoh,
-    plot_heatmap,
-    read_pharaoh,
-    soft_record,
-    threshold_links,
-)
+from nmtkit.alignment.heatmap import plot_heatmap, soft_record
+from nmtkit.alignment.links import argmax_links, extractor, merge_to_words, threshold_links
 from nmtkit.errors import ConfigError, DataError
 
 
@@ -143,6 +133,19 @@ def test_argmax_links_of_empty_matrix_is_empty() -> None:
     assert argmax_links(np.zeros((2, 0))) == []
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("argmax", [(0, 1), (1, 0), (1, 2)]), ("threshold", [(0, 1), (1, 0), (1, 1), (1, 2)])],
+)
+def test_extraction_methods_are_found_by_name(name: str, expected: list[tuple[int, int]]) -> None:
+    assert extractor(name)(_WORD_WEIGHTS, 0.25) == expected
+
+
+def test_unknown_extraction_method_is_a_config_error_with_a_suggestion() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'argmax'"):
+        extractor("argmx")
+
+
 def test_soft_record_is_json_ready_and_rounded() -> None:
     weights = np.array([[0.123456, 0.876544]])
     record = soft_record(["ein", "Haus"], ["house"], weights)
@@ -156,115 +159,6 @@ def test_soft_record_is_json_ready_and_rounded() -> None:
 def test_soft_record_rejects_a_matrix_of_the_wrong_shape() -> None:
     with pytest.raises(ValueError, match="shape"):
         soft_record(["a", "b"], ["c"], np.ones((2, 1)))
-
-
-# ---- Pharaoh --------------------------------------------------------------------------------
-
-_LINKS = st.sets(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=40)
-
-
-@given(_LINKS)
-def test_pharaoh_round_trip(links: set[tuple[int, int]]) -> None:
-    line = format_pharaoh(links)
-    assert parse_pharaoh(line) == (links, links)
-    assert parse_pharaoh(line, reverse=True)[0] == {(j, i) for i, j in links}
-
-
-@given(_LINKS)
-def test_pharaoh_one_indexed_round_trip(links: set[tuple[int, int]]) -> None:
-    line = format_pharaoh((i + 1, j + 1) for i, j in links)
-    assert parse_pharaoh(line, one_indexed=True) == (links, links)
-
-
-def test_format_pharaoh_sorts_and_drops_repeats() -> None:
-    assert format_pharaoh([(2, 1), (0, 0), (1, 2), (0, 0)]) == "0-0 1-2 2-1"
-    assert format_pharaoh([]) == ""
-
-
-@pytest.mark.parametrize(
-    ("line", "options", "sure", "possible"),
-    [
-        ("0-0 1p2 3-1", {}, {(0, 0), (3, 1)}, {(0, 0), (1, 2), (3, 1)}),
-        ("1-1 2p3", {"one_indexed": True}, {(0, 0)}, {(0, 0), (1, 2)}),
-        ("0-1 2p3", {"reverse": True}, {(1, 0)}, {(1, 0), (3, 2)}),
-        ("1-2 3p4", {"one_indexed": True, "reverse": True}, {(1, 0)}, {(1, 0), (3, 2)}),
-        ("  0-0\t1-1  ", {}, {(0, 0), (1, 1)}, {(0, 0), (1, 1)}),
-        ("", {}, set(), set()),
-        ("0p0 0-0", {}, {(0, 0)}, {(0, 0)}),
-    ],
-    ids=["sure-and-possible", "one-indexed", "reverse", "both", "whitespace", "empty", "p-and-s"],
-)
-def test_parse_pharaoh(
-    line: str, options: dict, sure: set[tuple[int, int]], possible: set[tuple[int, int]]
-) -> None:
-    assert parse_pharaoh(line, **options) == (sure, possible)
-
-
-@pytest.mark.parametrize("token", ["0-", "a-b", "1:2", "0-1-2", "-1-2", "1P2", "1 - 2", "0–1"])
-def test_malformed_link_is_a_data_error_naming_where(token: str) -> None:
-    with pytest.raises(DataError, match="gold.txt:7") as caught:
-        parse_pharaoh(f"0-0 {token}", where="gold.txt:7")
-    assert "i-j" in str(caught.value)
-
-
-def test_zero_in_a_one_indexed_line_is_a_data_error() -> None:
-    with pytest.raises(DataError, match="one-indexed"):
-        parse_pharaoh("1-1 0-2", one_indexed=True, where="x:1")
-
-
-def test_read_pharaoh_reads_one_pair_per_line_and_names_bad_lines(tmp_path: Path) -> None:
-    path = tmp_path / "links.txt"
-    path.write_text("0-0 1p1\n\n2-1\n", encoding="utf-8")
-    assert read_pharaoh(path) == [
-        ({(0, 0)}, {(0, 0), (1, 1)}),
-        (set(), set()),
-        ({(2, 1)}, {(2, 1)}),
-    ]
-    path.write_text("0-0\n0-x\n", encoding="utf-8")
-    with pytest.raises(DataError, match=f"{path}:2"):
-        read_pharaoh(path)
-
-
-def test_hansards_gold_reads_with_sure_inside_possible(shared_data: Path) -> None:
-    gold = read_pharaoh(shared_data / "alignment" / "enfr.gold", one_indexed=True)
-    assert len(gold) == 447
-    assert all(sure <= possible for sure, possible in gold)
-    assert sum(len(sure) for sure, _ in gold) > 0
-
-
-# ---- AER --------------------------------------------------------------------------------------
-
-
-def test_alignment_error_rate_on_a_hand_computed_example() -> None:
-    gold = [
-        ({(0, 0), (1, 1)}, {(0, 0), (1, 1), (1, 2), (2, 2)}),
-        ({(0, 0)}, {(0, 0)}),
-    ]
-    predicted = [{(0, 0), (1, 2), (2, 1)}, {(0, 0), (1, 1)}]
-    # |A| = 5, |S| = 3, |A & S| = 2, |A & P| = 3: AER = 1 - (2 + 3) / (5 + 3)
-    scores = alignment_error_rate(predicted, gold)
-    assert scores == AlignmentScores(
-        precision=pytest.approx(0.6),
-        recall=pytest.approx(2 / 3),
-        aer=pytest.approx(0.375),
-        num_sentences=2,
-    )
-
-
-def test_gold_sure_links_score_perfectly_on_hansards(shared_data: Path) -> None:
-    gold = read_pharaoh(shared_data / "alignment" / "enfr.gold", one_indexed=True)
-    scores = alignment_error_rate([sure for sure, _ in gold], gold)
-    assert (scores.precision, scores.recall, scores.aer) == (1.0, 1.0, 0.0)
-
-
-@pytest.mark.parametrize(
-    ("predicted", "gold"),
-    [([set()], []), ([set()], [(set(), set())])],
-    ids=["length-mismatch", "nothing-to-score"],
-)
-def test_alignment_error_rate_rejects_bad_input(predicted: list, gold: list) -> None:
-    with pytest.raises(DataError):
-        alignment_error_rate(predicted, gold)
 
 
 # ---- heatmaps ---------------------------------------------------------------------------------

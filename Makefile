@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint demo bench bench-quality clean
+.PHONY: install test lint demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align clean
 
 install: $(STAMP)
 
@@ -27,10 +27,25 @@ test: install lint
 demo: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash benchmarks/demo.sh
 
-bench-quality: install
-	PATH="$(CURDIR)/$(BIN):$$PATH" bash benchmarks/multi30k.sh
+# Benchmarks: run each alone (other work on the 2 cores skews them); outputs go to bench-out/.
+RUN := PATH="$(CURDIR)/$(BIN):$$PATH" bash
 
-bench: bench-quality
+bench-quality: install  # 30 min of training, BLEU on test_2016_flickr
+	$(RUN) benchmarks/multi30k.sh
+
+bench-speed: install    # ~10 min: roofline, training tok/s and memory, translation sent/s
+	$(RUN) benchmarks/speed.sh
+
+bench-peers: install    # ~40 min: nmtkit, fairseq, OpenNMT-py, Joey NMT side by side
+	$(RUN) benchmarks/peers.sh
+
+bench-figure2: install  # ~35 min: RNNencdec vs RNNsearch, BLEU by sentence length
+	$(RUN) benchmarks/paper_figure2.sh
+
+bench-align: install    # ~35 min: attention alignments vs eflomal, AER on the Hansards gold
+	PYTHON="$(CURDIR)/$(BIN)/python" $(RUN) benchmarks/alignment.sh
+
+bench: bench-speed bench-quality
 
 clean:
 	rm -rf $(VENV) demo bench-out .pytest_cache .mypy_cache .ruff_cache

@@ -19,6 +19,7 @@ import yaml
 
 from nmtkit import registry
 from nmtkit.errors import ConfigError, PluginError
+from nmtkit.runtime import PRECISIONS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,6 +40,13 @@ def component(kind: str, name: str) -> Any:
         return ComponentSpec(name=name, options=registry.get(kind, name).Config())
 
     return field(default_factory=default, metadata={"kind": kind})
+
+
+def _check_precision(value: str, section: str) -> None:
+    if value not in PRECISIONS:
+        raise ConfigError(
+            f"{section}.precision must be one of {', '.join(PRECISIONS)}, got {value!r}"
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,8 +82,10 @@ class TrainConfig:
     patience: int = 8  # early stopping: validations without a better BLEU; 0 turns it off
     log_every: int = 50  # updates between log lines
     threads: int | None = None  # torch intra-op threads (None: torch's default)
+    precision: str = "auto"  # matrix products: fp32 | bf16 | auto (bf16 on native-bf16 CPUs)
 
     def __post_init__(self) -> None:
+        _check_precision(self.precision, "train")
         positive = {
             "max_tokens": self.max_tokens,
             "validate_every": self.validate_every,
@@ -97,6 +107,10 @@ class SearchConfig:
     max_len_a: float = 1.5  # output length cap: a * source length + b (pieces)
     max_len_b: int = 10
     batch_size: int = 128  # sentences per batch
+    precision: str = "auto"  # matrix products: fp32 | bf16 | auto (bf16 on native-bf16 CPUs)
+
+    def __post_init__(self) -> None:
+        _check_precision(self.precision, "search")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -25,6 +25,7 @@ from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import read_lines
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import Hypothesis, SearchStrategy
+from nmtkit.runtime import autocast, resolve_precision, tune_allocator
 from nmtkit.search.overrides import (
     SearchOverrides,
     describe_search,
@@ -77,8 +78,11 @@ def decode_sequences(
     max_len_b: int,
     with_weights: bool = False,
     prefixes: Sequence[Sequence[int]] | None = None,
+    precision: str = "fp32",
 ) -> list[list[Hypothesis]]:
     """Search every id sequence, batching by length; results come back in input order.
+
+    ``precision`` is that of the matrix products (:func:`nmtkit.runtime.autocast`).
 
     ``prefixes`` holds each sequence's forced target ids (empty: none); a sentence's length cap
     a * |x| + b is raised to its prefix's length, so that the whole prefix is kept.
@@ -87,7 +91,7 @@ def decode_sequences(
     results: list[list[Hypothesis]] = [[] for _ in sequences]
     model.eval()
     device = next(model.parameters()).device
-    with torch.inference_mode():
+    with torch.inference_mode(), autocast(precision, device):
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             src, lengths = collate_source([sequences[i] for i in chunk])
@@ -121,6 +125,9 @@ class Translator:
         strategy: the search; the checkpoint's configured one when None.
         nbest: hypotheses kept per sentence (at most the beam size).
         with_alignment: compute each hypothesis's word alignment from its attention.
+        precision: of the matrix products, ``fp32``, ``bf16`` or ``auto``
+            (:func:`nmtkit.runtime.resolve_precision`); the model's ``search.precision`` when
+            None.
     """
 
     def __init__(
@@ -133,6 +140,7 @@ class Translator:
         max_len_b: int | None = None,
         nbest: int = 1,
         with_alignment: bool = False,
+        precision: str | None = None,
     ) -> None:
         search = loaded.config.search
         self.loaded = loaded
@@ -143,6 +151,8 @@ class Translator:
         self.nbest = nbest
         self.with_alignment = with_alignment
         self.max_src_len = loaded.vocab.max_src_len
+        device = next(loaded.model.parameters()).device
+        self.precision = resolve_precision(precision or search.precision, device)
 
     def translate_stream(
         self,
@@ -243,6 +253,7 @@ class Translator:
             max_len_b=self.max_len_b,
             with_weights=self.with_alignment,
             prefixes=None if prefix_ids is None else [prefix_ids[i] for i in busy],
+            precision=self.precision,
         )
         hypotheses: list[list[Hypothesis]] = [[] for _ in lines]
         for i, hyps in zip(busy, found, strict=True):
@@ -283,6 +294,7 @@ def open_translator(
     with_alignment: bool = False,
     device: str = "cpu",
     threads: int | None = None,
+    precision: str | None = None,
 ) -> Translator:
     """Load a model and set up its translator; None keeps the model's own search settings.
 
@@ -295,6 +307,7 @@ def open_translator(
         raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
     if threads:
         torch.set_num_threads(threads)
+    tune_allocator()
     loaded = load_model(model_path, device=device)
     spec = resolve_search(loaded.config.search.strategy, search or SearchOverrides(), nbest=nbest)
     width = max_hypotheses(spec)
@@ -303,8 +316,7 @@ def open_translator(
             f"--nbest must be between 1 and the beam size or number of samples ({width}), "
             f"got {nbest}"
         )
-    log.info("search: %s", describe_search(spec))
-    return Translator(
+    translator = Translator(
         loaded,
         strategy=build_strategy(spec),
         batch_size=batch_size,
@@ -312,7 +324,10 @@ def open_translator(
         max_len_b=max_len_b,
         nbest=nbest,
         with_alignment=with_alignment,
+        precision=precision,
     )
+    log.info("search: %s; precision %s", describe_search(spec), translator.precision)
+    return translator
 
 
 def word_alignment(weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str]) -> str:

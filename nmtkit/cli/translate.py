@@ -117,6 +117,13 @@ def translate(
     ] = None,
     device: Device = "cpu",
     threads: Threads = None,
+    precision: Annotated[
+        str | None,
+        typer.Option(
+            help="Matrix products in fp32 or bf16; auto: bf16 where the CPU has native bf16 "
+            "(AVX512-BF16, AMX) \\[default: the model's, auto]."
+        ),
+    ] = None,
     verbose: Verbose = 0,
     quiet: Quiet = False,
     user_dir: UserDirs = None,
@@ -146,6 +153,7 @@ def translate(
         with_alignment=output_format == "jsonl",
         device=device,
         threads=threads,
+        precision=precision,
     )
     with open_translation_writer(output, output_format) as write:
         for item in translator.translate_stream(input, chunk_size=chunk_size, prefix_path=prefix):

@@ -28,13 +28,18 @@ class AdditiveAttention(SoftmaxAttention):
         self.v = nn.Linear(config.hidden_size, 1, bias=False)  # v_a
 
     def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
-        """Precompute U_a h_j once per sentence: [B, S, 2H] -> [B, S, A]."""
-        return self.key_proj(annotations)
+        """Precompute 2 U_a h_j once per sentence: [B, S, 2H] -> [B, S, A] (see energies)."""
+        return 2 * self.key_proj(annotations)
 
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
-        """e_ij [B, S] for state s_{i-1} [B, D] over the projected keys U_a h_j [B, S, A]."""
-        hidden = torch.tanh(self.query_proj(query)[:, None] + state.keys)  # [B, S, A]
-        return self.v(hidden).squeeze(-1)
+        """e_ij [B, S] for state s_{i-1} [B, D] over the projected keys [B, S, A].
+
+        Computed as v^T tanh(x) = 2 v^T sigmoid(2x) - sum(v), x = W_a s_{i-1} + U_a h_j:
+        the same numbers, but sigmoid runs several times faster than tanh on CPUs (fp32 and
+        bf16), forward and backward, and this [B, S, A] tensor is the scorer's whole cost.
+        """
+        gates = torch.sigmoid(2 * self.query_proj(query)[:, None] + state.keys)  # [B, S, A]
+        return 2 * self.v(gates).squeeze(-1) - self.v.weight.sum()
 
 
 @register("attention", "none")

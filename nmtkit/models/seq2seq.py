@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from nmtkit import registry
 from nmtkit.config import ModelConfig
+from nmtkit.models.loss import smoothed_cross_entropy
 from nmtkit.registry import Batch, Component, DecoderState, EncoderOutput, StepOutput
 
 
@@ -72,14 +73,7 @@ class Seq2Seq(nn.Module):
         """Return the summed smoothed loss and the summed NLL over real target tokens."""
         logits, _ = self(batch)
         targets = batch.tgt_out[batch.tgt_out != self.pad_id]  # [N]
-        log_probs = logits.float().log_softmax(dim=-1)
-        nll = -log_probs.gather(1, targets[:, None]).squeeze(1)  # [N]
-        if label_smoothing > 0:
-            smooth = -log_probs.mean(dim=-1)
-            loss = (1 - label_smoothing) * nll + label_smoothing * smooth
-        else:
-            loss = nll
-        return loss.sum(), nll.sum().detach()
+        return smoothed_cross_entropy(logits, targets, label_smoothing)
 
     def force_decode(self, batch: Batch) -> Tensor:
         """Attention weights [B, T, S] of teacher-forced decoding of ``batch.tgt_in``."""

@@ -120,12 +120,15 @@ def _expand(scores: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         totals [b, 2K] (best first), the flat rows [b, 2K] they extend, and their words [b, 2K].
     """
     b, k = scores.shape
-    vocab = log_probs.size(-1)
-    totals = scores[:, :, None] + log_probs.view(b, k, vocab)  # [b, K, V]
-    top, index = totals.view(b, k * vocab).topk(min(2 * k, k * vocab), dim=1)  # [b, 2K]
+    n = min(2 * k, log_probs.size(-1))
+    # A sentence's 2K best continuations use at most 2K words of any one row, so the rows'
+    # own n best words hold them all: [b*K, n] instead of adding scores to all V words.
+    row_best, row_words = log_probs.float().topk(n, dim=-1)  # [b*K, n]
+    totals = scores[:, :, None] + row_best.view(b, k, n)  # [b, K, n]
+    top, index = totals.view(b, k * n).topk(min(2 * k, k * n), dim=1)  # [b, 2K]
     offsets = torch.arange(b, device=scores.device) * k
-    rows = torch.div(index, vocab, rounding_mode="floor") + offsets[:, None]
-    return top, rows, index % vocab
+    rows = torch.div(index, n, rounding_mode="floor") + offsets[:, None]
+    return top, rows, row_words.view(b, k * n).gather(1, index)
 
 
 def _prune(

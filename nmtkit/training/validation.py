@@ -16,17 +16,21 @@ from nmtkit.data.text import TextPipeline
 from nmtkit.evaluate import MetricScore, corpus_bleu
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import get
+from nmtkit.runtime import autocast
 from nmtkit.training.data import ParallelSplit
 from nmtkit.translate import decode_sequences
 
 log = logging.getLogger(__name__)
 
 
-def validation_nll(model: Seq2Seq, valid: ParallelSplit, *, max_tokens: int) -> float:
+def validation_nll(
+    model: Seq2Seq, valid: ParallelSplit, *, max_tokens: int, precision: str = "fp32"
+) -> float:
     """Mean negative log-likelihood per target token (EOS included) under teacher forcing."""
     model.eval()
     total, tokens = 0.0, 0
-    with torch.inference_mode():
+    device = next(model.parameters()).device
+    with torch.inference_mode(), autocast(precision, device):
         for indices in valid.batches(max_tokens=max_tokens):
             batch = valid.batch(indices)
             _, nll = model.loss(batch)
@@ -51,6 +55,7 @@ def validation_bleu(
         batch_size=search.batch_size,
         max_len_a=search.max_len_a,
         max_len_b=search.max_len_b,
+        precision=search.precision,
     )
     texts = [tgt_text.decode(h[0].tokens) if h else "" for h in hyps]
     return corpus_bleu(texts, refs)

@@ -1,0 +1,49 @@
+"""The hand-written label-smoothed cross-entropy equals autograd's, value and gradient."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nmtkit.models.loss import smoothed_cross_entropy
+
+
+def reference(logits: torch.Tensor, targets: torch.Tensor, eps: float):
+    log_probs = logits.float().log_softmax(dim=-1)
+    nll = -log_probs.gather(1, targets[:, None]).squeeze(1)
+    loss = (1 - eps) * nll - eps * log_probs.mean(dim=-1)
+    return loss.sum(), nll.sum()
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1, 0.3])
+def test_value_and_gradient_match_autograd(eps: float) -> None:
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(37, 50, generator=gen) * 3  # the loss works in fp32
+    targets = torch.randint(0, 50, (37,), generator=gen)
+    mine = logits.clone().requires_grad_()
+    theirs = logits.clone().requires_grad_()
+    loss, nll = smoothed_cross_entropy(mine, targets, eps)
+    ref_loss, ref_nll = reference(theirs, targets, eps)
+    (2.5 * loss).backward()
+    (2.5 * ref_loss).backward()
+    torch.testing.assert_close(loss, ref_loss)
+    torch.testing.assert_close(nll, ref_nll)
+    torch.testing.assert_close(mine.grad, theirs.grad)
+
+
+def test_matches_torch_cross_entropy_with_label_smoothing() -> None:
+    logits = torch.randn(8, 11)
+    targets = torch.randint(0, 11, (8,))
+    loss, _ = smoothed_cross_entropy(logits, targets, 0.1)
+    expected = torch.nn.functional.cross_entropy(
+        logits, targets, label_smoothing=0.1, reduction="sum"
+    )
+    torch.testing.assert_close(loss, expected)
+
+
+def test_nll_carries_no_gradient_and_bf16_logits_get_bf16_gradients() -> None:
+    logits = torch.randn(5, 7).to(torch.bfloat16).requires_grad_()
+    loss, nll = smoothed_cross_entropy(logits, torch.tensor([0, 1, 2, 3, 4]), 0.1)
+    assert loss.dtype == torch.float32 and not nll.requires_grad
+    loss.backward()
+    assert logits.grad is not None and logits.grad.dtype == torch.bfloat16

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import inspect
 import json
 import os
 import re
@@ -164,12 +165,20 @@ def bleu(hyp_path: Path, ref_path: Path) -> float:
     return round(corpus_bleu(hyps, refs).score, 2)
 
 
-def decode_only(model_dir: Path, lines: list[str], *, beam: int, runs: int) -> list[float]:
+def decode_only(
+    model_dir: Path, lines: list[str], *, beam: int, runs: int, precision: str | None
+) -> list[float]:
     """Seconds of ``decode_sequences`` over the pre-encoded lines, one per run."""
     loaded = load_model(model_dir)
     overrides = SearchOverrides(beam=beam)
     strategy = build_strategy(resolve_search(loaded.config.search.strategy, overrides, nbest=1))
     search = loaded.config.search
+    options = {}
+    if "precision" in inspect.signature(decode_sequences).parameters:  # nmtkit after 731c3c2
+        from nmtkit.runtime import resolve_precision, tune_allocator
+
+        tune_allocator()
+        options["precision"] = resolve_precision(precision or search.precision)
     ids = [loaded.src_text.encode(line) for line in lines]
     seconds = []
     for _ in range(runs):
@@ -181,21 +190,25 @@ def decode_only(model_dir: Path, lines: list[str], *, beam: int, runs: int) -> l
             batch_size=search.batch_size,
             max_len_a=search.max_len_a,
             max_len_b=search.max_len_b,
+            **options,
         )
         seconds.append(time.perf_counter() - start)
     return seconds
 
 
 def translate(
-    model_dir: Path, src: Path, ref: Path, out: Path, *, runs: int, extra: list[str]
+    model_dir: Path, src: Path, ref: Path, out: Path, *, runs: int, precision: str | None
 ) -> dict:
     lines = src.read_text("utf-8").splitlines()
     results: dict[str, Any] = {"sentences": len(lines)}
     for mode, flags in (("beam5", ["--beam", "5"]), ("greedy", ["--greedy"])):
         hyp = out / f"test.{mode}.hyp"
         command = ["nmtkit", "translate", "-m", str(model_dir), "-i", str(src), "-q", *flags]
-        walls = [timed([*command, *extra], stdout=hyp)["wall_s"] for _ in range(runs)]
-        decode = decode_only(model_dir, lines, beam=5 if mode == "beam5" else 1, runs=runs)
+        if precision:
+            command += ["--precision", precision]
+        walls = [timed(command, stdout=hyp)["wall_s"] for _ in range(runs)]
+        beam = 5 if mode == "beam5" else 1
+        decode = decode_only(model_dir, lines, beam=beam, runs=runs, precision=precision)
         wall, dec = statistics.median(walls), statistics.median(decode)
         results[mode] = {
             "whole_s": round(wall, 2),
@@ -247,8 +260,11 @@ def report(result: dict) -> None:
     if tr and roof and "flops_per_token" in result:
         achieved = result["flops_per_token"] * tr["tok_per_s"] / 1e9
         table.add_row("train GFLOP/token (fwd+bwd)", f"{result['flops_per_token'] / 1e9:.3f}")
-        table.add_row("train achieved GFLOP/s, % of fp32 peak",
-                      f"{achieved:.1f}, {100 * achieved / roof['fp32_gflops']:.0f} %")  # fmt: skip
+        table.add_row(
+            "train achieved GFLOP/s; % of fp32, bf16 peak",
+            f"{achieved:.1f}; {100 * achieved / roof['fp32_gflops']:.0f} %, "
+            f"{100 * achieved / roof['bf16_gflops']:.0f} %",
+        )
     for mode in ("beam5", "greedy"):
         tl = result.get("translate", {}).get(mode)
         if tl:
@@ -275,8 +291,7 @@ def main() -> None:
     parser.add_argument("--stream-lines", type=int, default=1000, help="0 skips streaming")
     parser.add_argument("--set", dest="sets", action="append", default=[],
                         help="config override for training, e.g. train.threads=1")  # fmt: skip
-    parser.add_argument("--translate-flag", dest="translate_flags", action="append",
-                        default=[], help="extra flag for nmtkit translate")  # fmt: skip
+    parser.add_argument("--precision", help="translate --precision (default: the model's)")
     parser.add_argument("--parts", default="roofline,train,translate,stream")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -291,7 +306,7 @@ def main() -> None:
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "overrides": args.sets,
-        "translate_flags": args.translate_flags,
+        "precision": args.precision,
     }
     if "roofline" in parts:
         result["roofline"] = roofline()
@@ -312,7 +327,7 @@ def main() -> None:
     if "translate" in parts:
         result["model"] = str(model)
         result["translate"] = translate(model, src, ref, args.out, runs=args.runs,
-                                        extra=args.translate_flags)  # fmt: skip
+                                        precision=args.precision)  # fmt: skip
     if "stream" in parts and args.stream_lines > 0:
         result["streaming"] = streaming(model, src, args.out, args.stream_lines)
         log(f"streaming: {result['streaming']}")

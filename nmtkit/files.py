@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from nmtkit.errors import DataError
 
@@ -154,3 +154,16 @@ def _atomic_path(path: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def save_figure(fig: Any, path: Path, fmt: str) -> None:
+    """Write a matplotlib figure to ``path`` atomically, in ``fmt`` (png, svg, pdf).
+
+    The temporary name keeps the real suffix, so that savefig and any reader see one format.
+    """
+    tmp = path.with_name(f"{path.stem}.tmp{path.suffix}")
+    try:
+        fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.evaluate import MetricScore, score
+from nmtkit.files import save_figure
 
 log = logging.getLogger(__name__)
 
@@ -242,13 +242,7 @@ def plot_bleu_by_length(
     ax.legend()
     if title:
         ax.set_title(title)
-    # A temporary name with the real suffix, so that savefig and any reader see the same format.
-    tmp = path.with_name(f"{path.stem}.tmp{path.suffix}")
-    try:
-        fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    save_figure(fig, path, fmt)
     log.info("wrote BLEU by length to %s", path)
 
 

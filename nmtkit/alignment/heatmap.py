@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from nmtkit.errors import ConfigError, DataError
+from nmtkit.files import save_figure
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,5 @@ def plot_heatmap(
     ax.set_yticks(range(num_tgt), labels=list(tgt_words), fontsize=10)
     if title:
         ax.set_xlabel(title, fontsize=11)
-    # A temporary name with the real suffix, so that savefig and any reader see the same format.
-    tmp = path.with_name(f"{path.stem}.tmp{path.suffix}")
-    try:
-        fig.savefig(tmp, format=fmt, dpi=150, bbox_inches="tight")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    save_figure(fig, path, fmt)
     log.debug("wrote attention heatmap %s", path)

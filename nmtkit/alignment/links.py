@@ -6,8 +6,8 @@ A link is a pair (i, j) of a 0-based source word i and a 0-based target word j.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -104,8 +104,19 @@ def _argmax(word_weights: np.ndarray, threshold: float) -> list[Link]:
     return argmax_links(word_weights)
 
 
+Method = TypeVar("Method")
+
 EXTRACTORS: dict[str, Extractor] = {"argmax": _argmax, "threshold": threshold_links}
 """One direction's link extraction methods, by name (``nmtkit align --method``)."""
+
+
+def pick(table: Mapping[str, Method], name: str, *, what: str) -> Method:
+    """``table[name]``, or a ConfigError naming the closest method or listing them all."""
+    if name not in table:
+        close = difflib.get_close_matches(name, table, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"choose from {', '.join(table)}"
+        raise ConfigError(f"unknown {what} method '{name}'", hint=hint)
+    return table[name]
 
 
 def extractor(name: str) -> Extractor:
@@ -114,8 +125,4 @@ def extractor(name: str) -> Extractor:
     Raises:
         ConfigError: no extraction method has that name.
     """
-    if name not in EXTRACTORS:
-        close = difflib.get_close_matches(name, EXTRACTORS, n=1)
-        hint = f"did you mean '{close[0]}'?" if close else f"choose from {', '.join(EXTRACTORS)}"
-        raise ConfigError(f"unknown extraction method '{name}'", hint=hint)
-    return EXTRACTORS[name]
+    return pick(EXTRACTORS, name, what="extraction")

@@ -7,13 +7,12 @@ then add the remaining links of each direction whose words are still unaligned.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from nmtkit.alignment.links import Link
+from nmtkit.alignment.links import Link, pick
 from nmtkit.alignment.pharaoh import format_pharaoh, read_pharaoh
-from nmtkit.errors import ConfigError, DataError
+from nmtkit.errors import DataError
 from nmtkit.files import atomic_write
 
 Symmetrizer = Callable[[Iterable[Link], Iterable[Link]], list[Link]]
@@ -130,11 +129,7 @@ def symmetrizer(name: str) -> Symmetrizer:
     Raises:
         ConfigError: no symmetrization method has that name.
     """
-    if name not in SYMMETRIZERS:
-        close = difflib.get_close_matches(name, SYMMETRIZERS, n=1)
-        hint = f"did you mean '{close[0]}'?" if close else f"choose from {', '.join(SYMMETRIZERS)}"
-        raise ConfigError(f"unknown symmetrization method '{name}'", hint=hint)
-    return SYMMETRIZERS[name]
+    return pick(SYMMETRIZERS, name, what="symmetrization")
 
 
 def symmetrize_files(

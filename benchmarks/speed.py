@@ -39,11 +39,11 @@ import torch
 from nmtkit.checkpoint import load_model
 from nmtkit.config import load_config
 from nmtkit.data.text import PAD_ID
-from nmtkit.evaluate import corpus_bleu
 from nmtkit.models import build_model
+from nmtkit.scoring.metrics import corpus_bleu
+from nmtkit.search.decode import build_strategy, decode_sequences
 from nmtkit.search.overrides import SearchOverrides, resolve_search
 from nmtkit.training.data import TrainingData
-from nmtkit.translate import build_strategy, decode_sequences
 
 
 def log(message: str) -> None:

@@ -17,13 +17,13 @@ _API = {
     "PreprocessConfig": "nmtkit.data.preprocess",
     "train": "nmtkit.training.trainer",
     "load_config": "nmtkit.config",
-    "Translator": "nmtkit.translate",
-    "open_translator": "nmtkit.translate",
+    "Translator": "nmtkit.translation.translator",
+    "open_translator": "nmtkit.translation.translator",
     "load_model": "nmtkit.checkpoint",
-    "score": "nmtkit.evaluate",
-    "score_files": "nmtkit.evaluate",
-    "align_corpus": "nmtkit.align",
-    "align_files": "nmtkit.align",
+    "score": "nmtkit.scoring.metrics",
+    "score_files": "nmtkit.scoring.metrics",
+    "align_corpus": "nmtkit.alignment.corpus",
+    "align_files": "nmtkit.alignment.corpus",
 }
 
 __all__ = ["__version__", *_API]

@@ -1,4 +1,2 @@
-"""Word alignments: links from attention, Pharaoh files, scoring against gold, symmetrization.
-
-Each module is imported where it is needed; ``nmtkit.align`` aligns corpora with a model.
-"""
+"""Word alignments: attention gathered to words and turned into links (``corpus``), link
+extraction and symmetrization, Pharaoh I/O, scoring against gold links (AER), heatmaps."""

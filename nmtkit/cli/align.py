@@ -91,8 +91,8 @@ def align(
     user_dir: UserDirs = None,
 ) -> None:
     """Word alignments from attention (Pharaoh i-j lines, soft matrices, heatmaps) and their AER."""
-    from nmtkit.align import AlignOutput, align_files
-    from nmtkit.alignment.scoring import (
+    from nmtkit.alignment.corpus import AlignOutput, align_files
+    from nmtkit.alignment.gold import (
         AlignmentScores,
         GoldFile,
         report_json,

@@ -18,8 +18,8 @@ from nmtkit.console import console
 from nmtkit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from nmtkit.comparison import LengthOptions
-    from nmtkit.significance import SignificanceOptions
+    from nmtkit.scoring.comparison import LengthOptions
+    from nmtkit.scoring.significance import SignificanceOptions
 
 Refs = Annotated[
     list[Path],
@@ -128,13 +128,13 @@ def score(
     Several systems are scored side by side; --paired-bs or --paired-ar tests each against the
     first, and --by-length adds BLEU per sentence-length bucket.
     """
-    from nmtkit.comparison import (
+    from nmtkit.scoring.comparison import (
         compare_files,
         comparison_json,
         comparison_lines,
         comparison_views,
     )
-    from nmtkit.length_buckets import check_plot, plot_bleu_by_length
+    from nmtkit.scoring.length_buckets import check_plot, plot_bleu_by_length
 
     setup(quiet=quiet, user_dirs=user_dir)
     significance = _significance(paired_bs, paired_ar, paired_bs_n, paired_ar_n, seed)
@@ -170,7 +170,7 @@ def score(
 def _significance(
     paired_bs: bool, paired_ar: bool, bs_n: int, ar_n: int, seed: int
 ) -> SignificanceOptions | None:
-    from nmtkit.significance import SignificanceOptions
+    from nmtkit.scoring.significance import SignificanceOptions
 
     if paired_bs and paired_ar:
         raise ConfigError("--paired-bs and --paired-ar exclude each other", hint="choose one")
@@ -183,8 +183,8 @@ def _significance(
 def _length_options(
     by_length: bool, source: Path | None, bucket_by: str | None, buckets: str | None
 ) -> LengthOptions | None:
-    from nmtkit.comparison import LengthOptions
-    from nmtkit.length_buckets import DEFAULT_EDGES, parse_buckets
+    from nmtkit.scoring.comparison import LengthOptions
+    from nmtkit.scoring.length_buckets import DEFAULT_EDGES, parse_buckets
 
     if not by_length:
         for flag, value in (

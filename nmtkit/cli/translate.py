@@ -129,8 +129,8 @@ def translate(
     user_dir: UserDirs = None,
 ) -> None:
     """Translate raw text, one sentence a line, streaming from stdin to stdout."""
-    from nmtkit.formats import open_translation_writer
-    from nmtkit.translate import SearchOverrides, open_translator
+    from nmtkit.translation.formats import open_translation_writer
+    from nmtkit.translation.translator import SearchOverrides, open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
     translator = open_translator(

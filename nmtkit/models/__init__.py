@@ -7,15 +7,7 @@ Shape glossary, used in every docstring and trailing shape comment:
     Flattened beams are written B*K.
 """
 
-from nmtkit.models import (  # noqa: F401  (registration)
-    attention,
-    conv_encoder,
-    decoders,
-    dot_attention,
-    encoders,
-    location_attention,
-    transformer_encoder,
-)
+from nmtkit.models import attention, decoders, encoders  # noqa: F401  (registration)
 from nmtkit.models.seq2seq import Seq2Seq, build_model
 
 __all__ = ["Seq2Seq", "build_model"]

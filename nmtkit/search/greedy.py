@@ -8,7 +8,8 @@ import torch
 from torch import Tensor
 
 from nmtkit.registry import Hypothesis, SearchStrategy, Translatable, register
-from nmtkit.search.rules import NextWordRules, decode_rows
+from nmtkit.search.rows import decode_rows
+from nmtkit.search.rules import NextWordRules
 
 
 @register("search", "greedy")

@@ -12,7 +12,8 @@ from torch import Tensor
 
 from nmtkit.errors import ConfigError
 from nmtkit.registry import Hypothesis, SearchStrategy, Translatable, register
-from nmtkit.search.rules import NEG_INF, NextWordRules, decode_rows
+from nmtkit.search.rows import decode_rows
+from nmtkit.search.rules import NEG_INF, NextWordRules
 
 
 @register("search", "sampling")

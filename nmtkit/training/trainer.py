@@ -25,8 +25,9 @@ from nmtkit.models import Seq2Seq, build_model
 from nmtkit.registry import get
 from nmtkit.runtime import autocast, resolve_precision, tune_allocator
 from nmtkit.training.data import TrainingData
+from nmtkit.training.loop import CtrlC, Window
 from nmtkit.training.schedule import Schedule, build_schedule
-from nmtkit.training.validation import CtrlC, Window, validation_bleu, validation_nll
+from nmtkit.training.validation import validation_bleu, validation_nll
 
 log = logging.getLogger(__name__)
 

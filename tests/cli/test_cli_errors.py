@@ -504,7 +504,7 @@ def test_ctrl_c_exits_130_with_one_line(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("nmtkit.comparison.compare_files", interrupted)
+    monkeypatch.setattr("nmtkit.scoring.comparison.compare_files", interrupted)
     ref = write_lines(tmp_path / "ref.de", ["Ein Hund."])
     result = cli(["score", "-r", str(ref)], input="Ein Hund.\n")
     assert result.exit_code == 130

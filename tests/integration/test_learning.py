@@ -10,7 +10,7 @@ import pytest
 from nmtkit.checkpoint import load_model
 from nmtkit.config import load_config
 from nmtkit.training.trainer import train
-from nmtkit.translate import Translator
+from nmtkit.translation.translator import Translator
 from tests.toy_corpora import reverse_pairs
 
 pytestmark = pytest.mark.slow

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nmtkit.alignment.pharaoh import GoldLinks, format_pharaoh, parse_pharaoh, read_pharaoh
-from nmtkit.alignment.scoring import (
+from nmtkit.alignment.gold import (
     AlignmentScores,
     GoldFile,
     alignment_error_rate,
@@ -18,6 +17,7 @@ from nmtkit.alignment.scoring import (
     report_line,
     score_alignment_file,
 )
+from nmtkit.alignment.pharaoh import GoldLinks, format_pharaoh, parse_pharaoh, read_pharaoh
 from nmtkit.errors import DataError
 
 Links = set[tuple[int, int]]

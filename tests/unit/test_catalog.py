@@ -117,7 +117,7 @@ def test_checkpoints_record_providers_and_name_a_missing_plugin() -> None:
     assert recorded["model.attention"] == {
         "kind": "attention",
         "name": "additive",
-        "module": "nmtkit.models.attention",
+        "module": "nmtkit.models.attention.additive",
         "distribution": registry.provider("attention", "additive")["distribution"],
     }
     recorded["model.attention"].update(

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from nmtkit.comparison import (
+from nmtkit.errors import ConfigError, DataError
+from nmtkit.scoring.comparison import (
     LengthOptions,
     compare_files,
     comparison_json,
@@ -17,10 +18,9 @@ from nmtkit.comparison import (
     comparison_views,
     signature_lines,
 )
-from nmtkit.errors import ConfigError, DataError
-from nmtkit.evaluate import score_files
-from nmtkit.length_buckets import bleu_by_length, sentence_lengths
-from nmtkit.significance import SignificanceOptions, paired_test
+from nmtkit.scoring.length_buckets import bleu_by_length, sentence_lengths
+from nmtkit.scoring.metrics import score_files
+from nmtkit.scoring.significance import SignificanceOptions, paired_test
 
 REFS = [
     "Ein Mann sitzt auf einem Stuhl.",

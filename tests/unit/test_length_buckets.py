@@ -9,8 +9,7 @@ import pytest
 import sacrebleu
 
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.evaluate import corpus_bleu, score
-from nmtkit.length_buckets import (
+from nmtkit.scoring.length_buckets import (
     DEFAULT_EDGES,
     LengthBucket,
     LengthReport,
@@ -21,6 +20,7 @@ from nmtkit.length_buckets import (
     plot_bleu_by_length,
     sentence_lengths,
 )
+from nmtkit.scoring.metrics import corpus_bleu, score
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

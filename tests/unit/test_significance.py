@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.significance import (
+from nmtkit.scoring.significance import (
     DEFAULT_NUM_SAMPLES,
     PairedResult,
     SignificanceOptions,

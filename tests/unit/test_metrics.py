@@ -16,7 +16,7 @@ import pytest
 from rich.table import Table
 
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.evaluate import (
+from nmtkit.scoring.metrics import (
     MetricScore,
     ScoreReport,
     corpus_bleu,

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtkit.errors import ConfigError
-from nmtkit.models.transformer_encoder import masked_mean, sinusoidal_positions
+from nmtkit.models.encoders.transformer import masked_mean, sinusoidal_positions
 from nmtkit.registry import Encoder, EncoderOutput, register
 
 _RESIDUAL_SCALE = math.sqrt(0.5)  # keeps the variance of (x + block(x)) constant (§3.4)

@@ -15,8 +15,7 @@ from typing import Any
 from rich.table import Table
 
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.evaluate import ScoreReport, check_options, read_stream, score
-from nmtkit.length_buckets import (
+from nmtkit.scoring.length_buckets import (
     BUCKET_BY,
     DEFAULT_EDGES,
     LengthReport,
@@ -24,7 +23,8 @@ from nmtkit.length_buckets import (
     check_edges,
     sentence_lengths,
 )
-from nmtkit.significance import (
+from nmtkit.scoring.metrics import ScoreReport, check_options, read_stream, score
+from nmtkit.scoring.significance import (
     SignificanceOptions,
     SignificanceReport,
     check_significance_options,
@@ -177,7 +177,7 @@ def compare_files(
 
     Args:
         names: a label per system; the file names by default.
-        metrics, lowercase, tokenize: as for :func:`nmtkit.evaluate.score`.
+        metrics, lowercase, tokenize: as for :func:`nmtkit.scoring.metrics.score`.
         significance: run this paired test of every system against the first.
         by_length: also compute BLEU per sentence-length bucket.
 

@@ -14,18 +14,13 @@ from pathlib import Path
 
 import torch
 
-from nmtkit import registry
-from nmtkit.alignment.links import argmax_links, piece_weights_to_words
-from nmtkit.alignment.pharaoh import format_pharaoh
+from nmtkit.alignment.links import Link, argmax_links, piece_weights_to_words
 from nmtkit.checkpoint import LoadedModel, load_model
-from nmtkit.config import ComponentSpec
-from nmtkit.data.batching import collate_source, pad
-from nmtkit.data.text import BOS_ID, EOS_ID, PAD_ID
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import read_lines
-from nmtkit.models import Seq2Seq
 from nmtkit.registry import Hypothesis, SearchStrategy
-from nmtkit.runtime import autocast, resolve_precision, tune_allocator
+from nmtkit.runtime import resolve_precision, tune_allocator
+from nmtkit.search.decode import build_strategy, decode_sequences
 from nmtkit.search.overrides import (
     SearchOverrides,
     describe_search,
@@ -38,11 +33,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Candidate:
-    """One hypothesis as text: its length-normalized score and word alignment (Pharaoh)."""
+    """One hypothesis as text: its length-normalized score and, when asked for, its word
+    alignment as (source word, target word) links, 0-based."""
 
     text: str
     score: float
-    alignment: str | None = None
+    links: tuple[Link, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,65 +52,6 @@ class Translation:
     @property
     def text(self) -> str:
         return self.candidates[0].text if self.candidates else ""
-
-
-def build_strategy(spec: ComponentSpec) -> SearchStrategy:
-    """Instantiate a registered search strategy from its spec."""
-    return registry.get("search", spec.name)(spec.options)
-
-
-def max_lengths(src_lengths: torch.Tensor, *, a: float, b: int) -> torch.Tensor:
-    """Output caps a * |x| + b per sentence (source length without EOS): [B]."""
-    return (a * (src_lengths - 1).float() + b).floor().long().clamp(min=1)
-
-
-def decode_sequences(
-    model: Seq2Seq,
-    sequences: Sequence[Sequence[int]],
-    strategy: SearchStrategy,
-    *,
-    batch_size: int,
-    max_len_a: float,
-    max_len_b: int,
-    with_weights: bool = False,
-    prefixes: Sequence[Sequence[int]] | None = None,
-    precision: str = "fp32",
-) -> list[list[Hypothesis]]:
-    """Search every id sequence, batching by length; results come back in input order.
-
-    ``precision`` is that of the matrix products (:func:`nmtkit.runtime.autocast`).
-
-    ``prefixes`` holds each sequence's forced target ids (empty: none); a sentence's length cap
-    a * |x| + b is raised to its prefix's length, so that the whole prefix is kept.
-    """
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
-    results: list[list[Hypothesis]] = [[] for _ in sequences]
-    model.eval()
-    device = next(model.parameters()).device
-    with torch.inference_mode(), autocast(precision, device):
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            src, lengths = collate_source([sequences[i] for i in chunk])
-            src, lengths = src.to(device), lengths.to(device)
-            caps = max_lengths(lengths, a=max_len_a, b=max_len_b)  # [b]
-            prefix = None
-            if prefixes is not None and any(prefixes[i] for i in chunk):
-                prefix = pad([prefixes[i] for i in chunk]).to(device)  # [b, P]
-                caps = torch.maximum(caps, (prefix != PAD_ID).sum(dim=1))
-            found = strategy.search(
-                model,
-                src,
-                lengths,
-                max_lengths=caps,
-                pad_id=PAD_ID,
-                bos_id=BOS_ID,
-                eos_id=EOS_ID,
-                with_weights=with_weights,
-                prefix=prefix,
-            )
-            for i, hyps in zip(chunk, found, strict=True):
-                results[i] = hyps
-    return results
 
 
 class Translator:
@@ -263,7 +200,7 @@ class Translator:
                 index=offset + i,
                 source=line,
                 candidates=tuple(self._candidate(h, pieces[i]) for h in hypotheses[i])
-                or (Candidate(text="", score=0.0, alignment="" if self.with_alignment else None),),
+                or (Candidate(text="", score=0.0, links=() if self.with_alignment else None),),
             )
             for i, line in enumerate(lines)
         ]
@@ -276,11 +213,11 @@ class Translator:
 
     def _candidate(self, hyp: Hypothesis, src_pieces: list[str]) -> Candidate:
         text = self.loaded.tgt_text.decode(hyp.tokens)
-        alignment = None
+        links = None
         if self.with_alignment and hyp.weights is not None:
             tgt_pieces = self.loaded.tgt_text.id_to_piece(hyp.tokens)
-            alignment = word_alignment(hyp.weights, src_pieces, tgt_pieces)
-        return Candidate(text=text, score=hyp.score, alignment=alignment)
+            links = word_links(hyp.weights, src_pieces, tgt_pieces)
+        return Candidate(text=text, score=hyp.score, links=links)
 
 
 def open_translator(
@@ -330,8 +267,10 @@ def open_translator(
     return translator
 
 
-def word_alignment(weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str]) -> str:
-    """Pharaoh links from attention over pieces [T+1, S+1] (EOS step and position included)."""
+def word_links(
+    weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str]
+) -> tuple[Link, ...]:
+    """Word links from attention over pieces [T+1, S+1] (EOS step and position included)."""
     if not src_pieces or not tgt_pieces:
-        return ""
-    return format_pharaoh(argmax_links(piece_weights_to_words(weights, src_pieces, tgt_pieces)))
+        return ()
+    return tuple(argmax_links(piece_weights_to_words(weights, src_pieces, tgt_pieces)))

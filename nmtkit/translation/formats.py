@@ -8,9 +8,11 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import IO
 
+from nmtkit.alignment.links import Link
+from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.errors import ConfigError
 from nmtkit.files import atomic_write
-from nmtkit.translate import Translation
+from nmtkit.translation.translator import Translation
 
 
 def format_text(item: Translation) -> str:
@@ -30,13 +32,17 @@ def format_jsonl(item: Translation) -> str:
         "src": item.source,
         "hyp": best.text,
         "score": round(best.score, 6),
-        "alignment": best.alignment,
+        "alignment": _pharaoh(best.links),
         "nbest": [
-            {"hyp": c.text, "score": round(c.score, 6), "alignment": c.alignment}
+            {"hyp": c.text, "score": round(c.score, 6), "alignment": _pharaoh(c.links)}
             for c in item.candidates
         ],
     }
     return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _pharaoh(links: tuple[Link, ...] | None) -> str | None:
+    return None if links is None else format_pharaoh(list(links))
 
 
 FORMATS: dict[str, Callable[[Translation], str]] = {

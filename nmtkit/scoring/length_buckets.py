@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.evaluate import MetricScore, score
 from nmtkit.files import save_figure
+from nmtkit.scoring.metrics import MetricScore, score
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +141,11 @@ def bleu_by_length(
 
     Args:
         systems: hypotheses of each system, one per sentence.
-        refs: reference streams, as for :func:`nmtkit.evaluate.score`.
+        refs: reference streams, as for :func:`nmtkit.scoring.metrics.score`.
         lengths: the length of each sentence that decides its bucket (see ``by``).
         by: 'source' or 'reference': what ``lengths`` measure, recorded in the report.
         edges: bucket edges (see :func:`check_edges`).
-        lowercase, tokenize: BLEU options, as for :func:`nmtkit.evaluate.score`.
+        lowercase, tokenize: BLEU options, as for :func:`nmtkit.scoring.metrics.score`.
 
     Raises:
         ConfigError: bad edges, an unknown ``by`` or tokenizer.

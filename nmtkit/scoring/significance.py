@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.evaluate import build_metrics
+from nmtkit.scoring.metrics import build_metrics
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def paired_test(
         systems: hypotheses of each system, baseline first; each as long as every reference.
         refs: reference streams.
         options: the test to run; sacrebleu's defaults (bootstrap, 1000 resamples) if None.
-        metrics, lowercase, tokenize: as for :func:`nmtkit.evaluate.score`.
+        metrics, lowercase, tokenize: as for :func:`nmtkit.scoring.metrics.score`.
 
     Raises:
         ConfigError: bad options (see :func:`check_significance_options`), unknown metric.

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from nmtkit.alignment.gold import AlignmentScores, GoldFile, alignment_error_rate
 from nmtkit.alignment.heatmap import PLOT_FORMATS, plot_heatmap, soft_record
 from nmtkit.alignment.links import (
     EXTRACTORS,
@@ -29,7 +30,6 @@ from nmtkit.alignment.links import (
     piece_weights_to_words,
 )
 from nmtkit.alignment.pharaoh import format_pharaoh
-from nmtkit.alignment.scoring import AlignmentScores, GoldFile, alignment_error_rate
 from nmtkit.alignment.symmetrize import SYMMETRIZERS, symmetrizer
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import atomic_write, count_lines, read_lines

@@ -62,7 +62,7 @@ class ModelConfig:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainConfig:
     seed: int = 1
-    max_tokens: int = 3000  # batch budget: sentences x (longest side + EOS), padding included
+    max_tokens: int = 2000  # batch budget: sentences x (longest side + EOS), padding included
     max_epochs: int | None = None
     max_updates: int | None = None
     time_budget: float | None = None  # minutes of training, then stop cleanly
@@ -78,7 +78,7 @@ class TrainConfig:
     plateau_factor: float = 0.5  # plateau: multiply lr by this when validation BLEU stalls
     plateau_patience: int = 1  # plateau: validations without improvement before reducing
     min_lr: float = 1e-5
-    validate_every: int = 500  # updates between validations (and once when training stops)
+    validate_every: int = 300  # updates between validations (and once when training stops)
     patience: int = 8  # early stopping: validations without a better BLEU; 0 turns it off
     log_every: int = 50  # updates between log lines
     threads: int | None = None  # torch intra-op threads (None: torch's default)

@@ -79,7 +79,7 @@ class GRUDecoder(Decoder):
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
         keys = self.attention.project_keys(encoder_out.annotations, encoder_out.pad_mask)
         return DecoderState.start(
-            hidden=torch.tanh(self.init_proj(encoder_out.summary)),  # s_0 [B, D]
+            hidden=torch.tanh(self.init_proj(encoder_out.summary)).float(),  # s_0 [B, D], fp32
             annotations=encoder_out.annotations,
             keys=keys,
             pad_mask=encoder_out.pad_mask,
@@ -90,8 +90,10 @@ class GRUDecoder(Decoder):
         hidden = state.hidden
         attended = self.attention(hidden, state)
         context, weights = attended.context, attended.weights  # [B, K], [B, S]
-        gates_in = embed_gates + self.input_from_context(context)  # [B, 3D]
-        gates_h = self.hidden_to_gates(hidden)  # [B, 3D]
+        # Under bf16 autocast the matrix products run in bf16, but the gates and the state are
+        # fp32: s_i carries the whole sentence, and rounding it at every step would compound.
+        gates_in = (embed_gates + self.input_from_context(context)).float()  # [B, 3D]
+        gates_h = self.hidden_to_gates(hidden).float()  # [B, 3D]
         in_r, in_z, in_n = gates_in.chunk(3, dim=-1)
         h_r, h_z, h_n = gates_h.chunk(3, dim=-1)
         reset = torch.sigmoid(in_r + h_r)

@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align clean
+.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align clean
 
 install: $(STAMP)
 
@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 lint: install
-	$(BIN)/ruff check nmtkit tests benchmarks
+	$(BIN)/ruff check nmtkit tests benchmarks docs
 	$(BIN)/mypy nmtkit
+	$(BIN)/lint-imports
+
+# docs/architecture.md is generated from the code and the import-linter contracts.
+docs: install
+	$(BIN)/python docs/make_architecture.py docs/architecture.md
 
 # Two workers, one torch thread each; tests sharing a trained model share a worker (loadgroup).
 test: install lint

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nmtkit import registry
-from nmtkit.errors import ConfigError
+from nmtkit.errors import unknown_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ def catalog(kind: str | None = None) -> list[ComponentInfo]:
     kinds = list(registry.CONTRACTS)
     if kind is not None:
         if kind not in kinds:
-            raise ConfigError(f"unknown component kind {kind!r}; kinds are {', '.join(kinds)}")
+            raise unknown_name("component kind", kind, kinds)
         kinds = [kind]
     return [_info(k, name) for k in kinds for name in registry.names(k)]
 

@@ -65,7 +65,7 @@ class Vocabulary:
         return cls(
             src_lang=data["src_lang"],
             tgt_lang=data["tgt_lang"],
-            settings=TextSettings.from_dict(data["settings"]),
+            settings=TextSettings.from_dict(data["settings"], where="vocab.settings"),
             src_spm=data["src_spm"].numpy().tobytes(),
             tgt_spm=data["tgt_spm"].numpy().tobytes(),
             max_src_len=int(data["max_src_len"]),

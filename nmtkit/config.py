@@ -6,7 +6,6 @@ Precedence: dataclass defaults < preset < YAML file < ``--set section.key=value`
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import types
 import typing
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from typing import Any
 import yaml
 
 from nmtkit import registry
-from nmtkit.errors import ConfigError, PluginError
+from nmtkit.errors import ConfigError, PluginError, unknown_name
 from nmtkit.runtime import PRECISIONS
 
 
@@ -39,30 +38,37 @@ def component(kind: str, name: str) -> Any:
     def default() -> ComponentSpec:
         return ComponentSpec(name=name, options=registry.get(kind, name).Config())
 
-    return field(default_factory=default, metadata={"kind": kind})
+    return field(default_factory=default, metadata={"kind": kind, "name": name})
 
 
 def _check_precision(value: str, section: str) -> None:
     if value not in PRECISIONS:
-        raise ConfigError(
-            f"{section}.precision must be one of {', '.join(PRECISIONS)}, got {value!r}"
-        )
+        raise unknown_name("precision", value, PRECISIONS, where=f"{section}.precision")
+
+
+INITS = ("uniform", "paper")  # model.init
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelConfig:
     embed_size: int = 256  # source and target word embeddings (paper: 620)
     dropout: float = 0.2  # on embeddings and the readout
-    init_scale: float = 0.1  # every parameter ~ uniform(-init_scale, init_scale)
+    init: str = "uniform"  # uniform | paper (Bahdanau et al., 2015, B.1; ignores init_scale)
+    init_scale: float = 0.1  # uniform: every parameter ~ uniform(-init_scale, init_scale)
     encoder: ComponentSpec = component("encoder", "birnn")
     attention: ComponentSpec = component("attention", "additive")
     decoder: ComponentSpec = component("decoder", "gru")
+
+    def __post_init__(self) -> None:
+        if self.init not in INITS:
+            raise unknown_name("init", self.init, INITS, where="model.init")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainConfig:
     seed: int = 1
     max_tokens: int = 2000  # batch budget: sentences x (longest side + EOS), padding included
+    max_sentences: int | None = None  # at most this many sentences a batch (None: no limit)
     max_epochs: int | None = None
     max_updates: int | None = None
     time_budget: float | None = None  # minutes of training, then stop cleanly
@@ -93,6 +99,7 @@ class TrainConfig:
             "threads": self.threads or 1,
             "max_epochs": self.max_epochs or 1,
             "max_updates": self.max_updates or 1,
+            "max_sentences": 1 if self.max_sentences is None else self.max_sentences,
         }
         for key, value in positive.items():
             if value < 1:
@@ -168,7 +175,7 @@ def load_config(
     data: dict[str, Any] = {}
     if preset is not None:
         if preset not in presets():
-            raise ConfigError(f"unknown preset {preset!r}; presets: {', '.join(presets())}")
+            raise unknown_name("preset", preset, presets())
         text = (resources.files("nmtkit") / "configs" / f"{preset}.yaml").read_text("utf-8")
         _merge(data, yaml.safe_load(text) or {})
     if path is not None:
@@ -176,7 +183,8 @@ def load_config(
         try:
             config_from_dict(data)
         except ConfigError as exc:  # name the file the bad key came from
-            raise ConfigError(exc.message, where=f"{path}: {exc.where}", hint=exc.hint) from None
+            where = f"{path}: {exc.where}" if exc.where else str(path)
+            raise ConfigError(exc.message, where=where, hint=exc.hint) from None
     for item in overrides:
         _merge(data, parse_override(item))
     return config_from_dict(data)
@@ -236,32 +244,34 @@ def build_dataclass(cls: Any, data: Any, *, where: str) -> Any:
     hints = typing.get_type_hints(cls)
     for key in data:
         if key not in fields:
-            close = difflib.get_close_matches(str(key), fields, n=1)
-            raise ConfigError(
-                f"unknown config key {_join(where, key)!r}; valid keys: {', '.join(fields)}",
-                hint=f"did you mean {close[0]!r}?" if close else None,
-            )
+            raise unknown_name("key", key, fields, where=_join(where, key))
     values = {}
     for key, value in data.items():
         path = _join(where, key)
         kind = fields[key].metadata.get("kind")
         if kind is not None:
-            values[key] = _build_component(kind, value, where=path)
+            default = fields[key].metadata["name"]
+            values[key] = _build_component(kind, value, default=default, where=path)
         else:
             values[key] = _coerce(hints[key], value, where=path)
     return cls(**values)
 
 
-def _build_component(kind: str, value: Any, *, where: str) -> ComponentSpec:
+def _build_component(kind: str, value: Any, *, default: str, where: str) -> ComponentSpec:
+    """A component from its name, or from a mapping of options with (else ``default``'s) name."""
     options = {"name": value} if isinstance(value, str) else value
-    if not isinstance(options, dict) or "name" not in options:
-        raise ConfigError(f"a {kind} needs a name", where=where, hint=f"e.g. {where}.name=...")
+    if not isinstance(options, dict):
+        raise ConfigError(
+            f"expected a {kind} name or a mapping of its options, got {value!r}",
+            where=where,
+            hint=f"e.g. {where}.name={default}",
+        )
     options = dict(options)
+    name = str(options.pop("name", default))
     try:
-        cls = registry.get(kind, str(options.pop("name")))
+        cls = registry.get(kind, name)
     except PluginError as exc:  # a name the user wrote: bad usage, like an unknown key
         raise ConfigError(exc.message, where=where, hint=exc.hint) from None
-    name = str(value if isinstance(value, str) else value["name"])
     return ComponentSpec(name=name, options=build_dataclass(cls.Config, options, where=where))
 
 

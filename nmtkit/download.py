@@ -85,26 +85,3 @@ def download_multi30k(
             raise DataError(f"cannot store {name}: {exc}", where=str(folder)) from None
     log.info("Multi30k (%s) is in %s", ", ".join(langs), folder)
     return folder
-
-
-def find_multi30k() -> Path:
-    """Return a folder holding Multi30k, downloading it only when no local copy is found.
-
-    Looks at ``$NMTKIT_DATA`` (the folder of the ``.gz`` files) when it is set, else at
-    ``../shared/data/multi30k`` from the current directory, else downloads into the cache.
-
-    Raises:
-        DataError: ``$NMTKIT_DATA`` is set but holds no ``train.en.gz``, or the download fails.
-    """
-    root = os.environ.get("NMTKIT_DATA")
-    if root:
-        folder = Path(root)
-        if not (folder / "train.en.gz").is_file():
-            raise DataError(
-                "no Multi30k corpus (train.en.gz) here", where=str(folder), hint="unset NMTKIT_DATA"
-            )
-        return folder
-    shared = Path("..", "shared", "data", "multi30k").resolve()
-    if shared.is_dir():
-        return shared
-    return download_multi30k()

@@ -1,6 +1,10 @@
-"""User-facing errors: one named kind per cause, each printed by the CLI as one line."""
+"""User-facing errors: one named kind per cause, each printed by the CLI as one line, and the one
+"unknown name, did you mean" message."""
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 
 class NmtkitError(Exception):
@@ -41,3 +45,25 @@ class PluginError(NmtkitError):
 
 class CheckpointError(NmtkitError):
     """A file that is not an nmtkit checkpoint, or one this version cannot rebuild."""
+
+
+def unknown_name(
+    what: str,
+    name: object,
+    choices: Iterable[str],
+    *,
+    error: type[NmtkitError] = ConfigError,
+    where: str | None = None,
+) -> NmtkitError:
+    """Return the error for an unknown ``name`` of ``what``: it lists the valid choices, and its
+    hint names the closest one (``difflib.get_close_matches``).
+
+    Example: ``unknown metric 'blue'; choose from bleu, chrf, ter (did you mean 'bleu'?)``.
+    """
+    choices = list(choices)
+    close = difflib.get_close_matches(str(name), choices, n=1)
+    return error(
+        f"unknown {what} {name!r}; choose from {', '.join(choices)}",
+        where=where,
+        hint=f"did you mean {close[0]!r}?" if close else None,
+    )

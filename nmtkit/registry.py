@@ -2,14 +2,14 @@
 and name-based lookup with third-party discovery through the ``nmtkit.plugins`` entry points.
 
 Shapes use the letters of :mod:`nmtkit.models`: B batch, S source length, T target length,
-E embedding, H encoder width per direction (annotations are ``Encoder.output_size`` wide),
-D decoder state, A attention hidden size, V target vocabulary.
+E embedding, H encoder width per direction, C annotation (context) width
+(``Encoder.output_size``, 2H for ``birnn``), D decoder state, A attention hidden size,
+V target vocabulary.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import importlib.metadata
 import logging
@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import torch
 from torch import Tensor, nn
 
-from nmtkit.errors import PluginError
+from nmtkit.errors import PluginError, unknown_name
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class EncoderOutput:
     """What an encoder hands to the decoder.
 
     Attributes:
-        annotations: h_j for every source position, [B, S, output_size].
+        annotations: h_j for every source position, [B, S, C] (C = ``output_size``).
         pad_mask: True at padding, [B, S].
         summary: one vector per sentence from which the decoder's s_0 is made, [B, summary_size]
             (RNNsearch: the backward state at the first word, ←h_1).
@@ -82,7 +82,7 @@ class DecoderState:
 
     Attributes:
         hidden: s_{i-1}, [B, D].
-        annotations: h_j, [B, S, K] (K = the encoder's ``output_size``).
+        annotations: h_j, [B, S, C] (C = the encoder's ``output_size``).
         keys: the attention's precomputed view of the annotations (e.g. U_a h_j), [B, S, ...].
         pad_mask: True at padding, [B, S].
         prev_weights: alpha_{i-1}, the previous step's attention weights (zeros at the start),
@@ -131,7 +131,7 @@ class DecoderState:
 
 @dataclass(frozen=True, slots=True)
 class Attended:
-    """One attention step: the context vector c_i [B, K] and the weights alpha_i [B, S]."""
+    """One attention step: the context vector c_i [B, C] and the weights alpha_i [B, S]."""
 
     context: Tensor
     weights: Tensor
@@ -160,7 +160,9 @@ class Hypothesis:
 
     Attributes:
         tokens: target ids without BOS and EOS.
-        score: the length-normalized score the search ranked it by.
+        score: the score the search ranked it by: log p / length (EOS counted) for greedy
+            search and sampling; for beam search log p / lp(Y) + cp(X; Y), which is the raw
+            log p when both penalties are 0 (``nmtkit.search`` sums this up).
         log_prob: sum of the token log-probabilities, EOS included (not normalized).
         weights: attention weights per output step (EOS step included), [len(tokens)+1, S].
     """
@@ -184,10 +186,21 @@ class Component:
     description: ClassVar[str] = ""
 
     def init_parameters(self) -> None:
-        """Re-initialize what the model's uniform initialization should not set (a no-op here).
+        """Re-initialize what the model-wide draw should not set (a no-op here).
 
-        ``Seq2Seq.reset_parameters`` draws every parameter from uniform(-s, s), then calls this
-        on every component, e.g. to set a norm's gain to 1 or a learned temperature.
+        ``Seq2Seq.reset_parameters`` draws every parameter (``model.init``: ``uniform`` or
+        ``paper``), then calls this on every component, e.g. to set a norm's gain to 1 or a
+        learned temperature.
+        """
+
+    def init_paper_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Set the parts that Bahdanau et al. (2015, B.1) initialize specially (a no-op here).
+
+        Under ``model.init: paper``, ``Seq2Seq.reset_parameters`` first draws every matrix from
+        N(0, 0.01^2) and sets every vector (biases) to 0, then calls this on every component and
+        :meth:`init_parameters` after it. A recurrent component makes each gate's recurrent
+        matrix orthogonal; the additive attention draws W_a and U_a from N(0, 0.001^2) and
+        sets v_a to 0.
         """
 
 
@@ -209,10 +222,16 @@ class AttentionScorer(nn.Module, Component):
     """Scores every annotation against the decoder's query; returns weights and the context.
 
     Contract: ``weights`` [B, S] are non-negative, sum to 1 over real positions and are exactly
-    0 on padding; neither output changes with the amount of padding; ``context`` [B, K] has the
-    annotations' width K (= ``key_size``). Most scorers subclass :class:`SoftmaxAttention` and
+    0 on padding; neither output changes with the amount of padding; ``context`` [B, C] has the
+    annotations' width C (= ``key_size``). Most scorers subclass :class:`SoftmaxAttention` and
     write only ``energies``.
+
+    ``aligns`` says whether the weights are a soft alignment of target to source words, which
+    ``nmtkit align`` reads; a scorer whose weights do not depend on the words (a fixed context)
+    sets it to False.
     """
+
+    aligns: ClassVar[bool] = True
 
     def __init__(self, config: Any, *, query_size: int, key_size: int) -> None:
         super().__init__()
@@ -231,13 +250,13 @@ class SoftmaxAttention(AttentionScorer):
     context is c_i = sum_j alpha_ij h_j (Bahdanau et al., 2015, eq. 5-6)."""
 
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
-        """Unnormalized scores e_ij [B, S]; padding is masked afterwards."""
+        """Energies e_ij [B, S] (before the softmax); padding is masked afterwards."""
         raise NotImplementedError
 
     def forward(self, query: Tensor, state: DecoderState) -> Attended:
         energies = self.energies(query, state)  # [B, S]
         weights = energies.masked_fill(state.pad_mask, float("-inf")).softmax(dim=-1)
-        context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, K]
+        context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, C]
         return Attended(context=context, weights=weights)
 
 
@@ -341,7 +360,7 @@ def register(kind: str, name: str) -> Callable[[C], C]:
 
     def decorate(cls: C) -> C:
         if kind not in CONTRACTS:
-            raise PluginError(f"unknown component kind {kind!r}; kinds are {', '.join(CONTRACTS)}")
+            raise unknown_name("component kind", kind, CONTRACTS, error=PluginError)
         if not issubclass(cls, CONTRACTS[kind]):
             raise PluginError(f"{cls.__qualname__} must subclass {CONTRACTS[kind].__name__}")
         if not dataclasses.is_dataclass(getattr(cls, "Config", None)):
@@ -368,10 +387,7 @@ def get(kind: str, name: str) -> type[Any]:
     if name not in _registry[kind]:
         discover_plugins()
     if name not in _registry[kind]:
-        known = sorted(_registry[kind])
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else None
-        raise PluginError(f"unknown {kind} {name!r}; registered: {', '.join(known)}", hint=hint)
+        raise unknown_name(kind, name, sorted(_registry[kind]), error=PluginError)
     return _registry[kind][name]
 
 

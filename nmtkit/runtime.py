@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import torch
 
-from nmtkit.errors import ConfigError
+from nmtkit.errors import unknown_name
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str
         ConfigError: an unknown precision.
     """
     if precision not in PRECISIONS:
-        raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        raise unknown_name("precision", precision, PRECISIONS)
     if precision == "auto":
         return "bf16" if native_bf16(device) else "fp32"
     return precision

@@ -13,19 +13,28 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # One torch thread per worker: the workers already use every core between them.
     torch.set_num_threads(1)
 
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false")
+
 # CI (CI=true) runs the derandomized profile so that failures reproduce.
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("dev", deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The shared public data folder: $NMTKIT_SHARED_DATA, else ../shared/data; skip if absent."""
+    """The shared public data folder: $NMTKIT_SHARED_DATA, else ../shared/data.
+
+    Without it the tests that need it fail in CI (``CI`` set), where a missing folder means a
+    broken set-up, and are skipped elsewhere.
+    """
     default = Path(__file__).parents[1] / ".." / "shared" / "data"
     path = Path(os.environ.get("NMTKIT_SHARED_DATA", default)).resolve()
     if not path.is_dir():
-        pytest.skip(f"shared data folder {path} is absent")
+        reason = f"shared data folder {path} is absent (set NMTKIT_SHARED_DATA)"
+        if IN_CI:
+            pytest.fail(f"{reason}; CI must provide it", pytrace=False)
+        pytest.skip(reason)
     return path
 
 

@@ -9,7 +9,6 @@ with a target->source model's.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import itertools
 import json
 import sys
@@ -31,7 +30,7 @@ from nmtkit.alignment.links import (
 )
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.alignment.symmetrize import SYMMETRIZERS, symmetrizer
-from nmtkit.errors import ConfigError, DataError
+from nmtkit.errors import ConfigError, DataError, unknown_name
 from nmtkit.files import atomic_write, count_lines, read_lines
 
 
@@ -82,10 +81,7 @@ def is_bidirectional(method: str) -> bool:
         ConfigError: no method has that name.
     """
     if method not in EXTRACTORS and method not in SYMMETRIZERS:
-        close = difflib.get_close_matches(method, method_names(), n=1)
-        names = ", ".join(method_names())
-        hint = f"did you mean '{close[0]}'?" if close else f"choose from {names}"
-        raise ConfigError(f"unknown alignment method '{method}'", hint=hint)
+        raise unknown_name("alignment method", method, method_names())
     return method in SYMMETRIZERS
 
 
@@ -194,9 +190,7 @@ def _check_options(
     if not 0.0 < threshold <= 1.0:
         raise ConfigError(f"--threshold must be in (0, 1], got {threshold}")
     if output.plot_format not in PLOT_FORMATS:
-        raise ConfigError(
-            f"unknown plot format {output.plot_format!r}; formats: {', '.join(PLOT_FORMATS)}"
-        )
+        raise unknown_name("plot format", output.plot_format, PLOT_FORMATS)
     if limit is not None and limit < 0:
         raise ConfigError(f"--limit must be 0 or more, got {limit}")
     if batch_size < 1:
@@ -220,6 +214,22 @@ def _check_directions(forward: Any, reverse: Any, reverse_path: str | Path) -> N
         raise ConfigError(
             f"--reverse-model {reverse_path} translates {got[0]}->{got[1]}, "
             f"expected {want[0]}->{want[1]}"
+        )
+
+
+def require_alignment(loaded: Any, model_path: str | Path) -> None:
+    """Require a model whose attention weights are an alignment (``AttentionScorer.aligns``).
+
+    Raises:
+        ConfigError: the model's attention does not align (e.g. RNNencdec's fixed context).
+    """
+    from nmtkit import registry
+
+    name = loaded.config.model.attention.name
+    if not registry.get("attention", name).aligns:
+        raise ConfigError(
+            f"model {model_path} has attention {name!r}, whose weights are not an alignment",
+            hint="align with a model that attends, e.g. one trained with attention 'additive'",
         )
 
 
@@ -261,12 +271,14 @@ def _alignments(
     from nmtkit.checkpoint import load_model
 
     forward = load_model(model_path, device=device)
+    require_alignment(forward, model_path)
     src_lines, tgt_lines = _lines(src_path, limit), _lines(tgt_path, limit)
     if reverse_model_path is None:
         return align_corpus(
             forward, src_lines, tgt_lines, method=method, threshold=threshold, batch_size=batch_size
         )
     reverse = load_model(reverse_model_path, device=device)
+    require_alignment(reverse, reverse_model_path)
     _check_directions(forward, reverse, reverse_model_path)
     # Each direction links every target word to its argmax source word; then they combine.
     one_way = align_corpus(forward, src_lines, tgt_lines, batch_size=batch_size)
@@ -304,7 +316,8 @@ def align_files(
     Raises:
         DataError: missing files, different line counts, invalid UTF-8, a malformed gold.
         ConfigError: an unknown method or plot format, a missing or unneeded reverse model, a
-            threshold, limit or batch size out of range, or matplotlib missing for plots.
+            threshold, limit or batch size out of range, matplotlib missing for plots, or a
+            model whose attention is not an alignment (:func:`require_alignment`).
     """
     import torch
 

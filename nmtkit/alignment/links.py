@@ -5,13 +5,12 @@ A link is a pair (i, j) of a 0-based source word i and a 0-based target word j.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
-from nmtkit.errors import ConfigError
+from nmtkit.errors import ConfigError, unknown_name
 
 Link = tuple[int, int]
 
@@ -113,9 +112,7 @@ EXTRACTORS: dict[str, Extractor] = {"argmax": _argmax, "threshold": threshold_li
 def pick(table: Mapping[str, Method], name: str, *, what: str) -> Method:
     """``table[name]``, or a ConfigError naming the closest method or listing them all."""
     if name not in table:
-        close = difflib.get_close_matches(name, table, n=1)
-        hint = f"did you mean '{close[0]}'?" if close else f"choose from {', '.join(table)}"
-        raise ConfigError(f"unknown {what} method '{name}'", hint=hint)
+        raise unknown_name(f"{what} method", name, table)
     return table[name]
 
 

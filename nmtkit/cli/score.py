@@ -52,7 +52,6 @@ Metrics = Annotated[
     list[str] | None,
     typer.Option("--metric", "-M", help="bleu, chrf, ter (repeatable) \\[default: all three]."),
 ]
-Flag = Annotated[bool, typer.Option()]
 PairedBs = Annotated[
     bool,
     typer.Option("--paired-bs", help="Paired bootstrap resampling against the first system."),

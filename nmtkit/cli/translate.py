@@ -30,7 +30,8 @@ def translate(
     beam: Annotated[
         int | None,
         typer.Option(
-            help="Beam size; 1 or --greedy for greedy search \\[default: the model's, 5]."
+            help="Beam size; 1 (with no other beam option) or --greedy for greedy search "
+            "\\[default: the model's, 5]."
         ),
     ] = None,
     greedy: Annotated[bool, typer.Option(help="Greedy search instead of beam search.")] = False,
@@ -136,7 +137,8 @@ def translate(
     translator = open_translator(
         model,
         search=SearchOverrides(
-            beam=1 if greedy else beam,
+            beam=beam,
+            greedy=greedy,
             length_penalty=length_penalty,
             coverage_penalty=coverage_penalty,
             early_stopping=early_stop,

@@ -1,4 +1,5 @@
-"""Token-budget batches over length-sorted sentences, a seeded order per epoch, and collation."""
+"""Token-budget batches over length-sorted sentences (optionally capped in sentences), a seeded
+order per epoch, and collation."""
 
 from __future__ import annotations
 
@@ -16,14 +17,15 @@ def batch_by_tokens(
     tgt_lengths: np.ndarray,
     *,
     max_tokens: int,
+    max_sentences: int | None = None,
     rng: np.random.Generator | None = None,
 ) -> list[np.ndarray]:
     """Cut sentences into batches of similar length whose padded size stays within budget.
 
     Sentences are sorted by (target, source) length (ties broken by ``rng``) and cut greedily so
-    that ``num_sentences * longest side`` (EOS included) never exceeds ``max_tokens``; a single
-    sentence longer than the budget forms a batch of its own. With ``rng`` the batches are
-    shuffled too.
+    that ``num_sentences * longest side`` (EOS included) never exceeds ``max_tokens`` and, when
+    given, ``num_sentences`` never exceeds ``max_sentences``; a single sentence longer than the
+    budget forms a batch of its own. With ``rng`` the batches are shuffled too.
 
     Returns:
         One array of sentence indices per batch.
@@ -34,9 +36,11 @@ def batch_by_tokens(
     order = tie_break[np.lexsort((src_lengths[tie_break], tgt_lengths[tie_break]))]
     batches: list[np.ndarray] = []
     start, widest = 0, 0
+    cap = num if max_sentences is None else max_sentences
     for pos, index in enumerate(order):
         width = max(widest, int(longest[index]))
-        if pos > start and width * (pos - start + 1) > max_tokens:
+        count = pos - start + 1  # sentences in the batch if this one joins
+        if pos > start and (width * count > max_tokens or count > cap):
             batches.append(order[start:pos])
             start, width = pos, int(longest[index])
         widest = width
@@ -48,11 +52,19 @@ def batch_by_tokens(
 
 
 def epoch_batches(
-    src_lengths: np.ndarray, tgt_lengths: np.ndarray, *, max_tokens: int, seed: int, epoch: int
+    src_lengths: np.ndarray,
+    tgt_lengths: np.ndarray,
+    *,
+    max_tokens: int,
+    max_sentences: int | None = None,
+    seed: int,
+    epoch: int,
 ) -> list[np.ndarray]:
     """The batches of one training epoch, a pure function of (seed, epoch)."""
     rng = np.random.default_rng([seed, epoch])
-    return batch_by_tokens(src_lengths, tgt_lengths, max_tokens=max_tokens, rng=rng)
+    return batch_by_tokens(
+        src_lengths, tgt_lengths, max_tokens=max_tokens, max_sentences=max_sentences, rng=rng
+    )
 
 
 def pad(

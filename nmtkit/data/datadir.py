@@ -181,7 +181,7 @@ def load_pipeline(data_dir: str | Path, lang: str) -> TextPipeline:
     models = manifest["spm_models"]
     if lang not in models:
         raise DataError(f"no language '{lang}' here (has {', '.join(models)})", where=str(data_dir))
-    settings = TextSettings.from_dict(manifest["config"]["text"])
+    settings = TextSettings.from_dict(manifest["config"]["text"], where="config.text")
     return TextPipeline(settings, lang, (Path(data_dir) / models[lang]).read_bytes())
 
 

@@ -31,6 +31,7 @@ from nmtkit.data.datadir import load_pipeline as load_pipeline  # re-exported: p
 from nmtkit.data.dataset import TokenDataset, write_dataset
 from nmtkit.data.text import (
     CLEAN_REASONS,
+    SPECIAL_PIECES,
     SUBWORD_TYPES,
     UNK_ID,
     CleanSettings,
@@ -41,7 +42,7 @@ from nmtkit.data.text import (
     load_sentencepiece,
     train_sentencepiece,
 )
-from nmtkit.errors import ConfigError, DataError
+from nmtkit.errors import ConfigError, DataError, unknown_name
 from nmtkit.files import atomic_write, count_lines, open_text, read_lines, resolve_corpus
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,10 @@ class PreprocessConfig:
         joint: one SentencePiece model for both languages, else one per language.
         skip_invalid: drop pairs with invalid UTF-8 (and count them) instead of failing.
         seed: SentencePiece's random seed.
+
+    Raises:
+        ConfigError: unusable or equal language codes, an unknown subword type, or a
+            vocabulary too small for the special pieces.
     """
 
     src_lang: str
@@ -83,6 +88,21 @@ class PreprocessConfig:
     joint: bool = True
     skip_invalid: bool = False
     seed: int = 1
+
+    def __post_init__(self) -> None:
+        for key in ("src_lang", "tgt_lang"):
+            lang = getattr(self, key)
+            if not lang or any(ch in lang for ch in "/\\. ") or lang == "raw":
+                raise ConfigError(f"not a usable language code: {lang!r}", where=key)
+        if self.src_lang == self.tgt_lang:
+            raise ConfigError("src_lang and tgt_lang must differ", where="tgt_lang")
+        if self.subword not in SUBWORD_TYPES:
+            raise unknown_name("subword model", self.subword, SUBWORD_TYPES, where="subword")
+        if self.vocab_size <= len(SPECIAL_PIECES):
+            raise ConfigError(
+                f"vocab_size must exceed {len(SPECIAL_PIECES)} (the special pieces)",
+                where="vocab_size",
+            )
 
     @property
     def langs(self) -> tuple[str, str]:
@@ -125,12 +145,11 @@ def preprocess(config: PreprocessConfig) -> PreprocessSummary:
     """Clean, prepare, segment and binarize parallel corpora into ``config.destdir``.
 
     Raises:
-        ConfigError: a bad setting (languages, subword type, vocabulary size).
+        ConfigError: a ``vocab_size`` below the number of distinct characters.
         DataError: a missing corpus, parallel files of different lengths, invalid UTF-8,
             no training pairs left after cleaning, or a ``destdir`` that is not a data dir.
     """
     start = time.perf_counter()
-    _check_config(config)
     corpora = _resolve_corpora(config)
     destdir = Path(config.destdir)
     check_destdir(destdir, [c.path for pair in corpora.values() for c in pair])
@@ -169,23 +188,6 @@ def preprocess(config: PreprocessConfig) -> PreprocessSummary:
     )
     log.info("wrote %s in %.1f s", destdir, summary.seconds)
     return summary
-
-
-def _check_config(config: PreprocessConfig) -> None:
-    for key in ("src_lang", "tgt_lang"):
-        lang = getattr(config, key)
-        if not lang or any(ch in lang for ch in "/\\. ") or lang == "raw":
-            raise ConfigError(f"not a usable language code: {lang!r}", where=key)
-    if config.src_lang == config.tgt_lang:
-        raise ConfigError("src_lang and tgt_lang must differ", where="tgt_lang")
-    if config.subword not in SUBWORD_TYPES:
-        raise ConfigError(
-            f"unknown subword model '{config.subword}'",
-            where="subword",
-            hint=f"choose one of {', '.join(SUBWORD_TYPES)}",
-        )
-    if config.vocab_size <= 4:
-        raise ConfigError("vocab_size must exceed 4 (the special pieces)", where="vocab_size")
 
 
 def _resolve_corpora(config: PreprocessConfig) -> dict[str, tuple[CorpusFile, CorpusFile]]:
@@ -238,7 +240,7 @@ def _clean_train(
     bar: Progress,
 ) -> dict[str, int]:
     """Write the prepared text of the training pairs that pass cleaning; return counts by reason."""
-    src_file, tgt_file = corpora
+    src_file = corpora[0]
     task = bar.add_task("prepare train", total=src_file.num_lines)
     preparers = [TextPreparer(config.text, lang) for lang in config.langs]
     cleaner = PairCleaner(config.clean)

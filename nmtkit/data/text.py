@@ -5,16 +5,16 @@ Special ids are fixed: SentencePiece models are trained with them, so spm ids ar
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import io
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import sentencepiece as spm
 from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 
-from nmtkit.errors import ConfigError, DataError
+from nmtkit.config import build_dataclass
+from nmtkit.errors import ConfigError, DataError, unknown_name
 
 PAD_ID = 0
 UNK_ID = 1
@@ -25,23 +25,6 @@ SUBWORD_TYPES = ("bpe", "unigram")
 WORD_START = "\u2581"  # SentencePiece's '▁', marking the first piece of a word
 
 _DROPPED_ON_DECODE = frozenset({PAD_ID, BOS_ID, EOS_ID})
-
-
-def _from_mapping(cls: type, data: Mapping[str, object], section: str) -> dict[str, object]:
-    """Check the keys and value types of ``data`` against the fields of dataclass ``cls``."""
-    known = {field.name: field for field in fields(cls)}
-    for key, value in data.items():
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(known)}"
-            raise ConfigError(f"unknown key '{key}'", where=f"{section}.{key}", hint=hint)
-        expected = type(getattr(cls(), key))
-        accepted = (int, float) if expected is float else expected
-        if not isinstance(value, accepted) or (expected is not bool and isinstance(value, bool)):
-            raise ConfigError(
-                f"expected {expected.__name__}, got {value!r}", where=f"{section}.{key}"
-            )
-    return dict(data)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,13 +46,15 @@ class TextSettings:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> TextSettings:
-        """Build settings from a plain dict.
+    def from_dict(cls, data: Mapping[str, object], *, where: str = "text") -> TextSettings:
+        """Build settings from a plain dict (a manifest's or a checkpoint's), checked and coerced
+        like every config section (:func:`nmtkit.config.build_dataclass`).
 
         Raises:
             ConfigError: an unknown key or a value of the wrong type.
         """
-        return cls(**_from_mapping(cls, data, "text"))  # type: ignore[arg-type]
+        settings: TextSettings = build_dataclass(cls, dict(data), where=where)
+        return settings
 
 
 class TextPreparer:
@@ -226,11 +211,7 @@ def train_sentencepiece(
         DataError: no usable training lines.
     """
     if model_type not in SUBWORD_TYPES:
-        close = difflib.get_close_matches(model_type, SUBWORD_TYPES, n=1)
-        hint = (
-            f"did you mean '{close[0]}'?" if close else f"choose one of {', '.join(SUBWORD_TYPES)}"
-        )
-        raise ConfigError(f"unknown subword model '{model_type}'", where="subword", hint=hint)
+        raise unknown_name("subword model", model_type, SUBWORD_TYPES, where="subword")
     if vocab_size <= len(SPECIAL_PIECES):
         raise ConfigError(f"vocab_size must exceed {len(SPECIAL_PIECES)}", where="vocab_size")
     spm.set_random_generator_seed(seed)
@@ -298,15 +279,6 @@ class CleanSettings:
             raise ConfigError("max_len must be at least min_len", where="clean.max_len")
         if self.max_ratio < 1:
             raise ConfigError("max_ratio must be at least 1", where="clean.max_ratio")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> CleanSettings:
-        """Build settings from a plain dict.
-
-        Raises:
-            ConfigError: an unknown key, a value of the wrong type, or a bad bound.
-        """
-        return cls(**_from_mapping(cls, data, "clean"))  # type: ignore[arg-type]
 
 
 def clean_reason(src: str | None, tgt: str | None, settings: CleanSettings) -> str | None:

@@ -2,9 +2,9 @@
 
 Shape glossary, used in every docstring and trailing shape comment:
     B batch, K beam, S source length, T target length, E embedding width,
-    H encoder width per direction (bidirectional annotations are 2H wide), D decoder state,
-    A attention hidden size, M readout (maxout) width, V target vocabulary.
-    Flattened beams are written B*K.
+    H encoder width per direction, C annotation (context) width, the encoder's ``output_size``
+    (2H for ``birnn``), D decoder state, A attention hidden size, M readout (maxout) width,
+    V target vocabulary. Flattened beams are written B*K.
 """
 
 from nmtkit.models import attention, decoders, encoders  # noqa: F401  (registration)

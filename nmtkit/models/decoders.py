@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from nmtkit.errors import ConfigError
+from nmtkit.errors import ConfigError, unknown_name
+from nmtkit.models.initialization import orthogonal_gates
 from nmtkit.registry import (
     AttentionScorer,
     Decoder,
@@ -19,11 +20,17 @@ from nmtkit.registry import (
     register,
 )
 
+READOUT_STATES = ("current", "previous")
+
 
 @register("decoder", "gru")
 class GRUDecoder(Decoder):
     """s_i = GRU(s_{i-1}, [E y_{i-1}; c_i]) with c_i = sum_j alpha_ij h_j and alpha_i from s_{i-1};
-    p(y_i) = softmax(W_o maxout(U_o s_i + V_o E y_{i-1} + C_o c_i)); s_0 = tanh(W_s summary).
+    p(y_i) = softmax(W_o maxout(U_o s + V_o E y_{i-1} + C_o c_i)); s_0 = tanh(W_s summary).
+
+    The paper contradicts itself on the readout's state s: its eq. (4) reads s_i, appendix
+    A.2.2 (t~_i = U_o s_{i-1} + ...) reads s_{i-1}. ``readout_state`` picks one: ``current``
+    (s_i, the default, which older checkpoints were trained with) or ``previous`` (s_{i-1}).
 
     The embedding's share of the GRU input gates (and of the readout) is computed for all steps
     at once under teacher forcing, so the time loop holds only what truly recurs.
@@ -38,6 +45,16 @@ class GRUDecoder(Decoder):
         hidden_size: int = 512  # D (paper: 1000)
         readout_size: int = 256  # M, after maxout over pairs (paper: 500)
         tie_embeddings: bool = False  # share the target embedding with the output projection
+        readout_state: str = "current"  # the readout reads s_i (current) or s_{i-1} (previous)
+
+        def __post_init__(self) -> None:
+            if self.readout_state not in READOUT_STATES:
+                raise unknown_name(
+                    "readout_state",
+                    self.readout_state,
+                    READOUT_STATES,
+                    where="model.decoder.readout_state",
+                )
 
     def __init__(
         self,
@@ -60,6 +77,8 @@ class GRUDecoder(Decoder):
             dropout=dropout,
         )
         d, m = config.hidden_size, config.readout_size
+        self.hidden_size = d
+        self.readout_from_previous = config.readout_state == "previous"
         self.embed = nn.Embedding(vocab_size, embed_size)
         self.attention = attention
         self.init_proj = nn.Linear(summary_size, d)  # W_s
@@ -76,6 +95,10 @@ class GRUDecoder(Decoder):
             self.output.weight = self.embed.weight
         self.dropout = nn.Dropout(dropout)
 
+    def init_paper_parameters(self, generator: torch.Generator | None = None) -> None:
+        """U_r, U_z and U, the recurrent matrices of the three gates: orthogonal each (B.1)."""
+        orthogonal_gates(self.hidden_to_gates.weight, self.hidden_size, generator=generator)
+
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
         keys = self.attention.project_keys(encoder_out.annotations, encoder_out.pad_mask)
         return DecoderState.start(
@@ -86,10 +109,10 @@ class GRUDecoder(Decoder):
         )
 
     def _recur(self, embed_gates: Tensor, state: DecoderState) -> tuple[Tensor, Tensor, Tensor]:
-        """One GRU step from s_{i-1}: return s_i [B, D], c_i [B, K], alpha_i [B, S]."""
+        """One GRU step from s_{i-1}: return s_i [B, D], c_i [B, C], alpha_i [B, S]."""
         hidden = state.hidden
         attended = self.attention(hidden, state)
-        context, weights = attended.context, attended.weights  # [B, K], [B, S]
+        context, weights = attended.context, attended.weights  # [B, C], [B, S]
         # Under bf16 autocast the matrix products run in bf16, but the gates and the state are
         # fp32: s_i carries the whole sentence, and rounding it at every step would compound.
         gates_in = (embed_gates + self.input_from_context(context)).float()  # [B, 3D]
@@ -103,7 +126,7 @@ class GRUDecoder(Decoder):
         return hidden, context, weights
 
     def _readout(self, hidden: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
-        """Maxout deep output t_i over (s_i, E y_{i-1}, c_i): [..., M]."""
+        """Maxout deep output t_i over (s, E y_{i-1}, c_i), s = s_i or s_{i-1}: [..., M]."""
         pre = (
             self.readout_state(hidden)
             + self.readout_embed(embedded)
@@ -116,7 +139,9 @@ class GRUDecoder(Decoder):
         embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
         embed_gates = self.input_from_embed(embedded)  # [B, T, 3D]
         state = self.init_state(encoder_out)
-        hiddens, contexts, weights = [], [], []
+        # The readout's states: s_1..s_T, or s_0..s_{T-1} when it reads the previous state.
+        hiddens = [state.hidden] if self.readout_from_previous else []
+        contexts, weights = [], []
         # unbind, not embed_gates[:, i]: the backward of T slices would zero-fill T full-size
         # gradients; unbind's backward stacks them once.
         for gates in embed_gates.unbind(dim=1):
@@ -125,9 +150,8 @@ class GRUDecoder(Decoder):
             hiddens.append(hidden)
             contexts.append(context)
             weights.append(alpha)
-        readout = self._readout(
-            torch.stack(hiddens, dim=1), embedded, torch.stack(contexts, dim=1)
-        )  # [B, T, M]
+        states = torch.stack(hiddens[: len(contexts)], dim=1)  # [B, T, D]
+        readout = self._readout(states, embedded, torch.stack(contexts, dim=1))  # [B, T, M]
         return DecoderOutput(readout=readout, weights=torch.stack(weights, dim=1))  # [B, T, S]
 
     def logits(self, readout: Tensor) -> Tensor:
@@ -136,7 +160,9 @@ class GRUDecoder(Decoder):
     def step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
         embedded = self.embed(prev_tokens)  # [B, E]
         hidden, context, weights = self._recur(self.input_from_embed(embedded), state)
-        log_probs = self.logits(self._readout(hidden, embedded, context)).log_softmax(dim=-1)
+        readout_hidden = state.hidden if self.readout_from_previous else hidden  # s_{i-1} or s_i
+        readout = self._readout(readout_hidden, embedded, context)  # [B, M]
+        log_probs = self.logits(readout).log_softmax(dim=-1)
         return StepOutput(
             log_probs=log_probs, state=state.advance(hidden, weights), weights=weights
         )

@@ -7,8 +7,9 @@ from torch import Tensor, nn
 
 from nmtkit import registry
 from nmtkit.config import ModelConfig
+from nmtkit.models.initialization import initialize
 from nmtkit.models.loss import smoothed_cross_entropy
-from nmtkit.registry import Batch, Component, DecoderState, EncoderOutput, StepOutput
+from nmtkit.registry import Batch, DecoderState, EncoderOutput, StepOutput
 
 
 class Seq2Seq(nn.Module):
@@ -41,15 +42,9 @@ class Seq2Seq(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        """Draw every parameter from uniform(-init_scale, init_scale), then let each component
-        set its own exceptions (:meth:`~nmtkit.registry.Component.init_parameters`)."""
-        scale = self.config.init_scale
-        with torch.no_grad():
-            for param in self.parameters():
-                param.uniform_(-scale, scale, generator=generator)
-            for module in self.modules():
-                if isinstance(module, Component):
-                    module.init_parameters()
+        """Draw every parameter as ``model.init`` says (:func:`~nmtkit.models.initialization.
+        initialize`): uniform(-init_scale, init_scale), or the paper's scheme."""
+        initialize(self, scheme=self.config.init, scale=self.config.init_scale, generator=generator)
 
     def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
         """Encode source ids [B, S] (each ending in EOS) of real lengths [B]."""

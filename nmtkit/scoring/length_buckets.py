@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nmtkit.errors import ConfigError, DataError
+from nmtkit.errors import ConfigError, DataError, unknown_name
 from nmtkit.files import save_figure
 from nmtkit.scoring.metrics import MetricScore, score
 
@@ -153,7 +153,7 @@ def bleu_by_length(
     """
     edges = check_edges(edges)
     if by not in BUCKET_BY:
-        raise ConfigError(f"unknown bucket measure {by!r}", hint="choose from source, reference")
+        raise unknown_name("bucket measure", by, BUCKET_BY)
     for stream in [*systems, *refs]:
         if len(stream) != len(lengths):
             raise DataError(f"{len(lengths)} lengths given for {len(stream)} sentences")

@@ -6,8 +6,6 @@ only; chrF stays case-sensitive and TER case-insensitive with its own tercom tok
 
 from __future__ import annotations
 
-import difflib
-import json
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -15,9 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-
-from nmtkit.errors import ConfigError, DataError
+from nmtkit.errors import ConfigError, DataError, unknown_name
 from nmtkit.files import read_lines
 
 if TYPE_CHECKING:
@@ -112,12 +108,6 @@ _METRICS: dict[str, tuple[str, Callable[[bool, str | None, Sequence[Sequence[str
 }
 
 
-def _unknown(kind: str, name: str, valid: Sequence[str]) -> ConfigError:
-    close = difflib.get_close_matches(name, valid, n=1)
-    hint = f"choose from {', '.join(valid)}" + (f"; did you mean {close[0]!r}?" if close else "")
-    return ConfigError(f"unknown {kind} {name!r}", hint=hint)
-
-
 def check_options(metrics: Sequence[str], tokenize: str | None) -> tuple[str, ...]:
     """Return the metric keys ('bleu', 'chrf', 'ter') in order, without repeats.
 
@@ -128,7 +118,7 @@ def check_options(metrics: Sequence[str], tokenize: str | None) -> tuple[str, ..
     for name in metrics:
         key = name.lower()
         if key not in _METRICS:
-            raise _unknown("metric", name, list(_METRICS))
+            raise unknown_name("metric", name, _METRICS)
         if key not in keys:
             keys.append(key)
     if not keys:
@@ -137,7 +127,7 @@ def check_options(metrics: Sequence[str], tokenize: str | None) -> tuple[str, ..
         from sacrebleu.metrics import BLEU
 
         if tokenize not in BLEU.TOKENIZERS:
-            raise _unknown("tokenizer", tokenize, list(BLEU.TOKENIZERS))
+            raise unknown_name("tokenizer", tokenize, BLEU.TOKENIZERS)
     return tuple(keys)
 
 
@@ -298,19 +288,3 @@ def score_files(
             )
         refs.append(stream)
     return score(hyps, refs, metrics=metrics, lowercase=lowercase, tokenize=tokenize)
-
-
-def report_table(report: ScoreReport) -> Table:
-    """Render scores as a rich table: metric, score (one decimal, like sacrebleu), signature."""
-    table = Table(title=f"Scores on {report.num_sentences} sentences")
-    table.add_column("Metric")
-    table.add_column("Score", justify="right")
-    table.add_column("Signature", overflow="fold")
-    for item in report.scores:
-        table.add_row(item.name, f"{item.score:.1f}", item.signature)
-    return table
-
-
-def report_json(report: ScoreReport) -> str:
-    """Render scores as a JSON object (see :meth:`ScoreReport.to_dict`)."""
-    return json.dumps(report.to_dict(), ensure_ascii=False, indent=2)

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nmtkit.errors import ConfigError, DataError
+from nmtkit.errors import ConfigError, DataError, unknown_name
 from nmtkit.scoring.metrics import build_metrics
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def check_significance_options(options: SignificanceOptions, *, num_systems: int
         ConfigError: an unknown test, fewer than 2 systems, a count or seed below 1.
     """
     if options.test not in TESTS:
-        raise ConfigError(f"unknown paired test {options.test!r}", hint="choose from bs, ar")
+        raise unknown_name("paired test", options.test, TESTS)
     if num_systems < 2:
         raise ConfigError(
             "a paired test needs two systems or more",

@@ -81,7 +81,7 @@ class BeamSearch(SearchStrategy):
             step = model.decode_step(beams.prev, beams.state)
             log_probs = rules.apply(step.log_probs, sentences=beams.row_sentences(), step=t)
             beams.record(step.weights)
-            totals, rows, words = _expand(beams.scores, log_probs)  # [b, 2K] each
+            totals, rows, words = _expand(beams.log_prob, log_probs)  # [b, 2K] each
             ends = words == eos_id
             finished.add(beams, step.state, totals[:, :k], rows[:, :k], ends[:, :k])
             beams.advance(step.state, *_prune(totals, rows, words, ends_mask=ends, k=k))
@@ -109,24 +109,24 @@ def coverage_penalty(coverage: Tensor, pad_mask: Tensor, beta: float) -> Tensor:
     return beta * capped.log().masked_fill(pad_mask, 0.0).sum(dim=-1)  # [N]
 
 
-def _expand(scores: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def _expand(log_prob: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """The 2K best continuations of each sentence's K hypotheses.
 
     Args:
-        scores: live hypotheses' log-probabilities, [b, K] (-inf for dead beams).
+        log_prob: each live hypothesis's log p so far, [b, K] (-inf for dead beams).
         log_probs: next-word log-probabilities, [b*K, V].
 
     Returns:
         totals [b, 2K] (best first), the flat rows [b, 2K] they extend, and their words [b, 2K].
     """
-    b, k = scores.shape
+    b, k = log_prob.shape
     n = min(2 * k, log_probs.size(-1))
     # A sentence's 2K best continuations use at most 2K words of any one row, so the rows'
-    # own n best words hold them all: [b*K, n] instead of adding scores to all V words.
+    # own n best words hold them all: [b*K, n] instead of adding log p to all V words.
     row_best, row_words = log_probs.float().topk(n, dim=-1)  # [b*K, n]
-    totals = scores[:, :, None] + row_best.view(b, k, n)  # [b, K, n]
+    totals = log_prob[:, :, None] + row_best.view(b, k, n)  # [b, K, n]
     top, index = totals.view(b, k * n).topk(min(2 * k, k * n), dim=1)  # [b, 2K]
-    offsets = torch.arange(b, device=scores.device) * k
+    offsets = torch.arange(b, device=log_prob.device) * k
     rows = torch.div(index, n, rounding_mode="floor") + offsets[:, None]
     return top, rows, row_words.view(b, k * n).gather(1, index)
 
@@ -134,7 +134,7 @@ def _expand(scores: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 def _prune(
     totals: Tensor, rows: Tensor, words: Tensor, *, ends_mask: Tensor, k: int
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Keep the K best continuations that do not end: scores [b, K], rows [b*K], words [b*K]."""
+    """Keep the K best continuations that do not end: log p [b, K], rows [b*K], words [b*K]."""
     alive = totals.masked_fill(ends_mask, NEG_INF)
     if alive.size(1) < k:  # a vocabulary smaller than the beam
         pad = alive.new_full((alive.size(0), k - alive.size(1)), NEG_INF)
@@ -150,7 +150,7 @@ class _Beams:
 
     Attributes:
         live: the batch indices of the sentences still searching, [b].
-        scores: each live hypothesis's log p so far, [b, K] (-inf for a dead beam).
+        log_prob: each live hypothesis's log p so far, [b, K] (-inf for a dead beam).
         history: words so far, [b*K, t]; attn: attention per step, [b*K, t, S] (or None).
         state: the decoder state of every row; prev: each row's last word, [b*K].
     """
@@ -160,8 +160,8 @@ class _Beams:
         device = state.pad_mask.device
         self.k = k
         self.live = torch.arange(batch_size, device=device)  # [B]
-        self.scores = torch.full((batch_size, k), NEG_INF, device=device)  # [B, K]
-        self.scores[:, 0] = 0.0  # at the start only the first beam is real
+        self.log_prob = torch.full((batch_size, k), NEG_INF, device=device)  # [B, K]
+        self.log_prob[:, 0] = 0.0  # at the start only the first beam is real
         self.state = state.select(self.live.repeat_interleave(k))  # rows B*K
         self.history = torch.zeros(batch_size * k, 0, dtype=torch.long, device=device)
         self.attn = torch.zeros(batch_size * k, 0, src_len, device=device) if with_weights else None
@@ -176,9 +176,9 @@ class _Beams:
         if self.attn is not None:
             self.attn = torch.cat([self.attn, weights.float()[:, None]], dim=1)  # [b*K, t+1, S]
 
-    def advance(self, state: DecoderState, scores: Tensor, rows: Tensor, words: Tensor) -> None:
-        """Continue rows ``rows`` [b*K] with ``words`` [b*K]; ``scores`` [b, K] become theirs."""
-        self.scores = scores
+    def advance(self, state: DecoderState, log_prob: Tensor, rows: Tensor, words: Tensor) -> None:
+        """Continue rows ``rows`` [b*K] with ``words`` [b*K]; ``log_prob`` [b, K] becomes theirs."""
+        self.log_prob = log_prob
         self.history = torch.cat([self.history[rows], words[:, None]], dim=1)  # [b*K, t+1]
         self.state = state.select(rows)
         self.attn = None if self.attn is None else self.attn[rows]
@@ -188,7 +188,7 @@ class _Beams:
         """Keep only the live sentences at ``sentences`` [b'] (indices into ``live``)."""
         arange = torch.arange(self.k, device=sentences.device)
         rows = (sentences[:, None] * self.k + arange).view(-1)  # [b'*K]
-        self.live, self.scores = self.live[sentences], self.scores[sentences]
+        self.live, self.log_prob = self.live[sentences], self.log_prob[sentences]
         self.history, self.state = self.history[rows], self.state.select(rows)
         self.attn = None if self.attn is None else self.attn[rows]
         self.prev = self.prev[rows]
@@ -245,7 +245,7 @@ class _Finished:
 
     def done(self, beams: _Beams, *, step: int) -> Tensor:
         """Which live sentences [b] need no more search, after step ``step`` (0-based)."""
-        best = beams.scores.max(dim=1).values  # [b]
+        best = beams.log_prob.max(dim=1).values  # [b]
         no_live = ~torch.isfinite(best)
         full = self.counts[beams.live] >= self.config.beam_size
         if self.config.early_stopping:

@@ -33,9 +33,14 @@ class ParallelSplit:
             [self.src[i] for i in indices], [self.tgt[i] for i in indices], indices.tolist()
         )
 
-    def batches(self, *, max_tokens: int) -> list[np.ndarray]:
+    def batches(self, *, max_tokens: int, max_sentences: int | None = None) -> list[np.ndarray]:
         """Length-sorted batches in a fixed order (for evaluation)."""
-        return batch_by_tokens(self.src.lengths, self.tgt.lengths, max_tokens=max_tokens)
+        return batch_by_tokens(
+            self.src.lengths,
+            self.tgt.lengths,
+            max_tokens=max_tokens,
+            max_sentences=max_sentences,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from nmtkit.config import TrainConfig
-from nmtkit.errors import ConfigError
+from nmtkit.errors import unknown_name
 
 
 class Schedule:
@@ -68,8 +68,5 @@ def build_schedule(config: TrainConfig) -> Schedule:
         ConfigError: unknown name.
     """
     if config.lr_schedule not in SCHEDULES:
-        raise ConfigError(
-            f"unknown lr_schedule {config.lr_schedule!r}; schedules: {', '.join(SCHEDULES)}",
-            where="train.lr_schedule",
-        )
+        raise unknown_name("lr_schedule", config.lr_schedule, SCHEDULES, where="train.lr_schedule")
     return SCHEDULES[config.lr_schedule](config)

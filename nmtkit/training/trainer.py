@@ -19,10 +19,9 @@ from nmtkit.config import Config, TrainConfig, dump_yaml
 from nmtkit.console import progress
 from nmtkit.data.batching import epoch_batches
 from nmtkit.data.text import PAD_ID
-from nmtkit.errors import CheckpointError, ConfigError
+from nmtkit.errors import CheckpointError, unknown_name
 from nmtkit.files import atomic_write
 from nmtkit.models import Seq2Seq, build_model
-from nmtkit.registry import get
 from nmtkit.runtime import autocast, resolve_precision, tune_allocator
 from nmtkit.training.data import TrainingData
 from nmtkit.training.loop import CtrlC, Window
@@ -79,10 +78,7 @@ def build_optimizer(config: TrainConfig, model: Seq2Seq) -> torch.optim.Optimize
         ),
     }
     if config.optimizer not in factories:
-        raise ConfigError(
-            f"unknown optimizer {config.optimizer!r}; optimizers: {', '.join(factories)}",
-            where="train.optimizer",
-        )
+        raise unknown_name("optimizer", config.optimizer, factories, where="train.optimizer")
     return factories[config.optimizer](model.parameters())
 
 
@@ -101,7 +97,6 @@ def train(
         CheckpointError: ``model_dir`` holds another run (and neither resume nor overwrite is
             asked), or ``resume`` finds nothing to resume or a different model.
     """
-    _check_components(config)
     data = TrainingData.load(Path(data_dir))
     model_dir = Path(model_dir)
     state_path = model_dir / ckpt.TRAIN_STATE
@@ -131,10 +126,6 @@ def train(
     with atomic_write(model_dir / ckpt.CONFIG) as stream:
         stream.write(dump_yaml(config))
     return loop.run()
-
-
-def _check_components(config: Config) -> None:
-    get("search", config.search.strategy.name)
 
 
 class TrainingLoop:
@@ -214,8 +205,7 @@ class TrainingLoop:
     def run(self) -> TrainResult:
         """Train until a stopping rule fires; Ctrl-C finishes the update, saves, and re-raises."""
         started = time.monotonic() - self.state.seconds
-        with CtrlC() as ctrl_c:
-            self._ctrl_c = ctrl_c
+        with self._ctrl_c:
             reason = self._epochs(started)
         self.state.seconds = time.monotonic() - started
         if reason == "interrupted":
@@ -251,6 +241,7 @@ class TrainingLoop:
             train.src.lengths,
             train.tgt.lengths,
             max_tokens=self.train_config.max_tokens,
+            max_sentences=self.train_config.max_sentences,
             seed=self.train_config.seed,
             epoch=epoch,
         )
@@ -360,6 +351,7 @@ class TrainingLoop:
             self.model,
             valid,
             max_tokens=self.train_config.max_tokens,
+            max_sentences=self.train_config.max_sentences,
             precision=self.train_config.precision,
         )
         bleu = validation_bleu(

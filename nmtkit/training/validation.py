@@ -19,14 +19,19 @@ log = logging.getLogger(__name__)
 
 
 def validation_nll(
-    model: Seq2Seq, valid: ParallelSplit, *, max_tokens: int, precision: str = "fp32"
+    model: Seq2Seq,
+    valid: ParallelSplit,
+    *,
+    max_tokens: int,
+    max_sentences: int | None = None,
+    precision: str = "fp32",
 ) -> float:
     """Mean negative log-likelihood per target token (EOS included) under teacher forcing."""
     model.eval()
     total, tokens = 0.0, 0
     device = next(model.parameters()).device
     with torch.inference_mode(), autocast(precision, device):
-        for indices in valid.batches(max_tokens=max_tokens):
+        for indices in valid.batches(max_tokens=max_tokens, max_sentences=max_sentences):
             batch = valid.batch(indices)
             _, nll = model.loss(batch)
             total += float(nll)

@@ -10,7 +10,7 @@ from typing import IO
 
 from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import format_pharaoh
-from nmtkit.errors import ConfigError
+from nmtkit.errors import unknown_name
 from nmtkit.files import atomic_write
 from nmtkit.translation.translator import Translation
 
@@ -63,7 +63,7 @@ def open_translation_writer(path: str, fmt: str) -> Iterator[Callable[[Translati
         ConfigError: unknown format.
     """
     if fmt not in FORMATS:
-        raise ConfigError(f"unknown output format {fmt!r}; formats: {', '.join(FORMATS)}")
+        raise unknown_name("output format", fmt, FORMATS)
     formatter = FORMATS[fmt]
     with contextlib.ExitStack() as stack:
         stream: IO[str] = sys.stdout if path == "-" else stack.enter_context(atomic_write(path))

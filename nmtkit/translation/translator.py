@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Candidate:
-    """One hypothesis as text: its length-normalized score and, when asked for, its word
-    alignment as (source word, target word) links, 0-based."""
+    """One hypothesis as text: its score (:attr:`nmtkit.registry.Hypothesis.score`) and, when
+    asked for, its word alignment as (source word, target word) links, 0-based."""
 
     text: str
     score: float
@@ -263,7 +263,7 @@ def open_translator(
         with_alignment=with_alignment,
         precision=precision,
     )
-    log.info("search: %s; precision %s", describe_search(spec), translator.precision)
+    log.info("search: %s", describe_search(spec, precision=translator.precision))
     return translator
 
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 import nmtkit
@@ -241,14 +242,21 @@ def test_translate_accepts_a_model_dir_or_a_checkpoint_file(
     assert by_dir.stdout == by_file.stdout
 
 
-def test_translate_greedy_equals_a_beam_of_one(
-    cli: Invoke, model_dir: Path, val_pairs: tuple[list[str], list[str]]
+def test_translate_greedy_equals_a_beam_search_of_one(
+    cli: Invoke, model_dir: Path, val_pairs: tuple[list[str], list[str]], tmp_path: Path
 ) -> None:
-    text = stdin_of(val_pairs[0][:3])
+    """``--beam 1`` means greedy search, so the beam of one is the checkpoint's own search:
+    translate then runs BeamSearch with K = 1, which must find what greedy search finds."""
+    payload = torch.load(model_dir / "best.pt", weights_only=True)
+    payload["config"]["search"]["strategy"] = {"name": "beam", "beam_size": 1}
+    torch.save(payload, tmp_path / "beam1.pt")
+    text = stdin_of(val_pairs[0][:5])
     greedy = cli(["translate", "-m", str(model_dir), "--greedy"], input=text)
-    beam1 = cli(["translate", "-m", str(model_dir), "--beam", "1", "--batch-size", "2"], input=text)
+    beam1 = cli(["translate", "-m", str(tmp_path / "beam1.pt")], input=text)
     assert greedy.exit_code == beam1.exit_code == 0
-    assert len(out_lines(greedy.stdout)) == 3
+    assert "search: greedy" in flat(greedy.stderr)
+    assert "search: beam (beam_size=1," in flat(beam1.stderr)
+    assert len(out_lines(greedy.stdout)) == 5
     assert greedy.stdout == beam1.stdout
 
 

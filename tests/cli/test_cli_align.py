@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.runs import NUM_UPDATES, Invoke, invoke
+from tests.cli.runs import NUM_UPDATES, Invoke, Run, invoke
 from tests.cli.test_cli_errors import assert_user_error, write_lines
 
 Links = set[tuple[int, int]]
@@ -261,3 +261,29 @@ def test_align_with_gold_names_source_and_gold_when_line_counts_differ(
     result = cli(align_args(model_dir, pairs, "--gold", str(gold), "--output", str(out)))
     assert_user_error(result, 1, "src.en has 4 lines", "gold.align has 3")
     assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def fixed_context_model(preprocessed: Run, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny RNNencdec-style model (attention 'none'), trained for one update."""
+    model_dir = tmp_path_factory.mktemp("fixed") / "model"
+    result = invoke(
+        [
+            *("train", str(preprocessed.path), "-o", str(model_dir), "--preset", "tiny"),
+            *("--set", "model.attention=none", "--set", "train.validate_every=1"),
+            *("--max-updates", "1", "--threads", "1", "-q"),
+        ]
+    )
+    assert result.exit_code == 0, result.output
+    return model_dir
+
+
+def test_a_model_without_attention_cannot_align(
+    cli: Invoke, fixed_context_model: Path, pairs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "out.align"
+    result = cli(align_args(fixed_context_model, pairs, "--output", str(out)))
+    assert_user_error(
+        result, 2, f"model {fixed_context_model}", "attention 'none'", "not an alignment"
+    )
+    assert result.stdout == "" and not out.exists()

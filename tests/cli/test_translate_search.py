@@ -51,3 +51,21 @@ def test_translate_sampling_is_seeded_and_gives_ranked_samples(
         assert scores == sorted(scores, reverse=True)
 
     assert_user_error(cli([*args, "--beam", "4"], input=text), 2, "--sampling")
+
+
+def test_a_beam_of_one_with_beam_options_runs_beam_search_and_logs_the_precision(
+    cli: Invoke, model_dir: Path, val_pairs: tuple[list[str], list[str]]
+) -> None:
+    text = stdin_of(val_pairs[0][:2])
+    base = ["translate", "-m", str(model_dir), "--precision", "fp32"]
+    beam = cli([*base, "--beam", "1", "--length-penalty", "0"], input=text)
+    greedy = cli([*base, "--beam", "1"], input=text)
+    assert beam.exit_code == greedy.exit_code == 0, beam.output
+    logged = " ".join(beam.stderr.split())
+    assert "search: beam (beam_size=1, length_penalty=0.0," in logged
+    assert logged.count("precision=fp32") == 1
+    assert "search: greedy precision=fp32" in " ".join(greedy.stderr.split())
+    assert beam.stdout == greedy.stdout  # a beam of 1 finds greedy's words
+
+    both = cli([*base, "--greedy", "--length-penalty", "0"], input=text)
+    assert_user_error(both, 2, "--greedy cannot be combined")

@@ -1,5 +1,5 @@
 """Invariants every registered attention scorer keeps: the weights are a distribution over the
-real positions, padding changes nothing, the context is K wide, and gradients reach every
+real positions, padding changes nothing, the context is C wide, and gradients reach every
 parameter. Scorers registered later are covered by the same tests."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ EQUAL_SIZES = ("model.encoder.hidden_size=32", "model.decoder.hidden_size=64")
 
 
 def build_scorer(name: str) -> tuple[AttentionScorer, int]:
-    """The scorer with its default options and the query size it takes (K where D = K is needed)."""
+    """The scorer with its default options and the query size it takes (C where D = C is needed)."""
     cls = registry.get("attention", name)
     torch.manual_seed(0)
     try:
@@ -34,10 +34,10 @@ def build_scorer(name: str) -> tuple[AttentionScorer, int]:
 
 
 def padded_annotations(lengths: list[int], seed: int = 0) -> tuple[Tensor, Tensor]:
-    """Random annotations [B, S, K] whose padding holds large garbage, and their pad mask [B, S]."""
+    """Random annotations [B, S, C] whose padding holds large garbage, and their pad mask [B, S]."""
     gen = torch.Generator().manual_seed(seed)
     s = max(lengths)
-    annotations = torch.randn(len(lengths), s, KEY_SIZE, generator=gen)  # [B, S, K]
+    annotations = torch.randn(len(lengths), s, KEY_SIZE, generator=gen)  # [B, S, C]
     pad_mask = torch.arange(s)[None] >= torch.tensor(lengths)[:, None]  # [B, S]
     garbage = 100 * torch.randn(annotations.shape, generator=gen)
     return torch.where(pad_mask[..., None], garbage, annotations), pad_mask

@@ -28,6 +28,33 @@ def test_every_sentence_lands_in_exactly_one_batch_within_budget(
         assert len(batch) == 1 or len(batch) * widest <= max_tokens
 
 
+@settings(max_examples=60)
+@given(lengths, lengths, st.integers(1, 800), st.integers(1, 20), st.integers(0, 3))
+def test_a_sentence_cap_holds_together_with_the_token_budget(
+    src: list[int], tgt: list[int], max_tokens: int, max_sentences: int, seed: int
+) -> None:
+    n = min(len(src), len(tgt))
+    src_len, tgt_len = np.array(src[:n]), np.array(tgt[:n])
+    batches = batch_by_tokens(
+        src_len,
+        tgt_len,
+        max_tokens=max_tokens,
+        max_sentences=max_sentences,
+        rng=np.random.default_rng(seed),
+    )
+    assert sorted(np.concatenate(batches).tolist()) == list(range(n))
+    for batch in batches:
+        widest = int(np.maximum(src_len[batch], tgt_len[batch]).max()) + 1
+        assert len(batch) <= max_sentences
+        assert len(batch) == 1 or len(batch) * widest <= max_tokens
+
+
+def test_with_a_large_token_budget_batches_hold_exactly_max_sentences() -> None:
+    lengths_ = np.random.default_rng(0).integers(1, 50, 170)
+    batches = batch_by_tokens(lengths_, lengths_, max_tokens=100_000, max_sentences=80)
+    assert sorted(len(batch) for batch in batches) == [10, 80, 80]
+
+
 def test_epoch_order_depends_only_on_seed_and_epoch() -> None:
     rng = np.random.default_rng(0)
     src, tgt = rng.integers(1, 30, 500), rng.integers(1, 30, 500)

@@ -43,7 +43,7 @@ def test_one_kind_and_json() -> None:
 
 
 def test_an_unknown_kind_is_bad_usage() -> None:
-    with pytest.raises(ConfigError, match="kinds are encoder, attention, decoder, search"):
+    with pytest.raises(ConfigError, match="choose from encoder, attention, decoder, search"):
         catalog("scorer")
 
 

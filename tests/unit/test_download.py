@@ -15,7 +15,6 @@ from nmtkit.download import (
     MULTI30K_SHA256,
     default_cache_dir,
     download_multi30k,
-    find_multi30k,
 )
 from nmtkit.errors import DataError
 
@@ -103,28 +102,3 @@ def test_unknown_language_is_rejected_before_downloading(tmp_path: Path) -> None
 def test_cache_dir_follows_nmtkit_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("NMTKIT_CACHE", str(tmp_path))
     assert default_cache_dir() == tmp_path / "multi30k"
-
-
-def test_find_multi30k_prefers_nmtkit_data(
-    monkeypatch: pytest.MonkeyPatch, shared_data: Path
-) -> None:
-    monkeypatch.setenv("NMTKIT_DATA", str(shared_data / "multi30k"))
-    assert find_multi30k() == shared_data / "multi30k"
-
-
-def test_find_multi30k_rejects_nmtkit_data_without_multi30k(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("NMTKIT_DATA", str(tmp_path))
-    with pytest.raises(DataError, match="no Multi30k corpus"):
-        find_multi30k()
-
-
-def test_find_multi30k_uses_shared_data_beside_the_project(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    (tmp_path / "shared" / "data" / "multi30k").mkdir(parents=True)
-    (tmp_path / "project").mkdir()
-    monkeypatch.delenv("NMTKIT_DATA", raising=False)
-    monkeypatch.chdir(tmp_path / "project")
-    assert find_multi30k() == (tmp_path / "shared" / "data" / "multi30k").resolve()

@@ -45,6 +45,29 @@ def test_loss_ignores_padding_and_counts_real_tokens() -> None:
     assert logits.shape == (batch.num_tgt_tokens, VOCAB) == (2 + 1 + 7 + 1, VOCAB)
 
 
-def test_rnnencdec_preset_uses_a_fixed_context() -> None:
-    config = load_config(preset="rnnencdec")
-    assert (config.model.encoder.name, config.model.attention.name) == ("rnn", "none")
+def test_rnnencdec_reads_one_fixed_context_the_last_source_state_at_every_step() -> None:
+    """RNNencdec (Cho et al., 2014): every step attends only to the last real source position,
+    so c_i = →h_{Tx}, the summary the decoder starts from, whatever s_{i-1} and y_{i-1} are."""
+    torch.manual_seed(0)
+    config = load_config(preset="rnnencdec", overrides=["model.init_scale=1.0"])
+    model = build_model(config.model, src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=0).eval()
+    batch = collate(random_ids([3, 8, 5]), random_ids([4, 2, 6], seed=1), [0, 1, 2])
+    last = batch.src_lengths - 1  # EOS, the last real position
+    one_hot = torch.nn.functional.one_hot(last, batch.src.size(1)).float()  # [B, S]
+    weights = model.force_decode(batch)  # [B, T, S]
+    assert torch.equal(weights, one_hot[:, None].expand_as(weights))
+
+    with torch.no_grad():
+        encoded = model.encode(batch.src, batch.src_lengths)
+        fixed = encoded.annotations[torch.arange(3), last]  # [B, C]
+        assert torch.allclose(encoded.summary, fixed)
+        state = model.init_state(encoded)
+        contexts = []
+        for i in range(batch.tgt_in.size(1)):
+            contexts.append(model.decoder.attention(state.hidden, state).context)
+            step = model.decode_step(batch.tgt_in[:, i], state)
+            assert torch.equal(step.weights, one_hot)
+            assert not torch.allclose(step.state.hidden, state.hidden)  # s_i moves on
+            state = step.state
+    for context in contexts:
+        assert torch.allclose(context, fixed)

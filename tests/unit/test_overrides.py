@@ -26,6 +26,30 @@ def test_no_overrides_keep_the_model_search() -> None:
 
 def test_a_beam_of_one_is_greedy_search() -> None:
     assert resolve_search(BEAM, SearchOverrides(beam=1), nbest=1).name == "greedy"
+    assert resolve_search(SAMPLING, SearchOverrides(greedy=True), nbest=1).name == "greedy"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            SearchOverrides(beam=1, length_penalty=0.0),
+            BeamSearch.Config(beam_size=1, length_penalty=0.0),
+        ),
+        (
+            SearchOverrides(beam=1, coverage_penalty=0.2),
+            BeamSearch.Config(beam_size=1, length_penalty=0.6, coverage_penalty=0.2),
+        ),
+        (
+            SearchOverrides(beam=1, early_stopping=False),
+            BeamSearch.Config(beam_size=1, length_penalty=0.6, early_stopping=False),
+        ),
+    ],
+)
+def test_a_beam_of_one_with_beam_options_is_a_beam_search_keeping_them(
+    overrides: SearchOverrides, expected: BeamSearch.Config
+) -> None:
+    assert resolve_search(BEAM, overrides, nbest=1) == ComponentSpec(name="beam", options=expected)
 
 
 @pytest.mark.parametrize(
@@ -86,6 +110,9 @@ def test_a_seed_without_sampling_changes_nothing() -> None:
         (SearchOverrides(top_k=5), "need --sampling"),
         (SearchOverrides(sampling=True, top_p=2.0), "top_p"),
         (SearchOverrides(coverage_penalty=-0.5), "coverage_penalty"),
+        (SearchOverrides(greedy=True, length_penalty=0.6), "--greedy cannot"),
+        (SearchOverrides(greedy=True, beam=4), "--greedy cannot"),
+        (SearchOverrides(sampling=True, greedy=True), "--sampling"),
     ],
 )
 def test_conflicting_or_bad_overrides_are_config_errors(
@@ -99,3 +126,8 @@ def test_the_search_is_described_with_its_options() -> None:
     assert max_hypotheses(BEAM) == 6 and max_hypotheses(GREEDY) == 1
     assert describe_search(GREEDY) == "greedy"
     assert describe_search(BEAM).startswith("beam (beam_size=6, length_penalty=0.6,")
+
+
+def test_the_decode_signature_names_the_resolved_precision() -> None:
+    assert describe_search(GREEDY, precision="fp32") == "greedy precision=fp32"
+    assert describe_search(BEAM, precision="bf16").endswith(") precision=bf16")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
+from nmtkit import runtime
 from nmtkit.config import load_config
 from nmtkit.errors import ConfigError
 from nmtkit.runtime import autocast, native_bf16, resolve_precision, tune_allocator
@@ -14,7 +17,7 @@ def test_auto_follows_the_cpu_and_explicit_choices_stay() -> None:
     assert resolve_precision("auto") == ("bf16" if native_bf16() else "fp32")
     assert resolve_precision("fp32") == "fp32"
     assert resolve_precision("bf16") == "bf16"
-    with pytest.raises(ConfigError, match="precision must be one of"):
+    with pytest.raises(ConfigError, match="unknown precision 'fp16'; choose from auto, fp32, bf16"):
         resolve_precision("fp16")
 
 
@@ -32,5 +35,53 @@ def test_autocast_runs_matrix_products_in_bf16_only_when_asked() -> None:
         assert (a @ b).dtype == torch.float32
 
 
-def test_tune_allocator_is_idempotent() -> None:
-    assert tune_allocator() == tune_allocator()
+class FakeMallopt:
+    """Stands in for glibc's ``mallopt``: records each (param, value) and returns ``result``."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.result = 1
+
+    def __call__(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return self.result
+
+
+@pytest.fixture
+def mallopt(monkeypatch: pytest.MonkeyPatch) -> FakeMallopt:
+    """A fresh, untuned process on Linux whose C library's ``mallopt`` is a fake."""
+    fake = FakeMallopt()
+    monkeypatch.setattr(runtime, "_tuned", False)
+    monkeypatch.setattr(runtime.sys, "platform", "linux")
+    monkeypatch.setattr(runtime.ctypes, "CDLL", lambda name: SimpleNamespace(mallopt=fake))
+    monkeypatch.delenv("NMTKIT_MALLOC", raising=False)
+    return fake
+
+
+def test_tune_allocator_raises_both_malloc_thresholds_to_1_gib_once(mallopt: FakeMallopt) -> None:
+    assert tune_allocator() is True
+    m_mmap_threshold, m_trim_threshold = -3, -1  # glibc's malloc.h
+    assert mallopt.calls == [(m_mmap_threshold, 1 << 30), (m_trim_threshold, 1 << 30)]
+    assert tune_allocator() is True
+    assert len(mallopt.calls) == 2  # a second call changes nothing
+
+
+def test_tune_allocator_leaves_malloc_alone_when_asked(
+    mallopt: FakeMallopt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NMTKIT_MALLOC", "system")
+    assert tune_allocator() is False
+    assert mallopt.calls == []
+
+
+def test_tune_allocator_reports_failure_when_mallopt_refuses(mallopt: FakeMallopt) -> None:
+    mallopt.result = 0
+    assert tune_allocator() is False
+
+
+def test_tune_allocator_does_nothing_without_mallopt(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime, "_tuned", False)
+    monkeypatch.setattr(runtime.sys, "platform", "linux")
+    monkeypatch.setattr(runtime.ctypes, "CDLL", lambda name: SimpleNamespace())  # e.g. musl
+    monkeypatch.delenv("NMTKIT_MALLOC", raising=False)
+    assert tune_allocator() is False

@@ -286,19 +286,22 @@ def test_clean_settings_reject_impossible_bounds(kwargs: dict) -> None:
         CleanSettings(**kwargs)
 
 
-def test_settings_round_trip_through_dicts() -> None:
+def test_text_settings_round_trip_through_dicts_coerced_like_config_values() -> None:
     settings = TextSettings(normalize=False, lowercase=True)
     assert TextSettings.from_dict(settings.to_dict()) == settings
-    assert CleanSettings.from_dict({"max_ratio": 3, "dedup": True}).max_ratio == 3
+    # the one validator of nmtkit.config: values are coerced by declared type, as YAML is read
+    assert TextSettings.from_dict({"normalize": "no", "lowercase": "yes"}) == settings
+    assert TextSettings.from_dict({}) == TextSettings()
 
 
 @pytest.mark.parametrize(
     ("data", "error"),
     [
-        ({"lowercse": True}, "did you mean 'lowercase'"),
-        ({"normalize": "yes"}, "expected bool"),
+        ({"lowercse": True}, r"text\.lowercse: unknown key 'lowercse'.*did you mean 'lowercase'"),
+        ({"normalize": [True]}, r"text\.normalize must be bool, got \[True\]"),
+        ({"normalize": "maybe"}, r"text\.normalize must be bool"),
     ],
 )
-def test_text_settings_from_dict_rejects_bad_keys(data: dict, error: str) -> None:
+def test_text_settings_from_dict_rejects_bad_keys_and_values(data: dict, error: str) -> None:
     with pytest.raises(ConfigError, match=error):
         TextSettings.from_dict(data)

@@ -26,8 +26,12 @@ class AdditiveAttention(SoftmaxAttention):
         self.key_proj = nn.Linear(key_size, config.hidden_size)  # U_a
         self.v = nn.Linear(config.hidden_size, 1, bias=False)  # v_a
 
+    def init_paper_parameters(self, generator: torch.Generator | None = None) -> None:
+        """W_a, U_a ~ N(0, 0.001^2) and v_a = 0 (B.1): every alignment starts uniform."""
+        init_alignment_model(self.query_proj, self.key_proj, self.v, generator=generator)
+
     def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
-        """Precompute 2 U_a h_j once per sentence: [B, S, 2H] -> [B, S, A] (see energies)."""
+        """Precompute 2 U_a h_j once per sentence: [B, S, C] -> [B, S, A] (see energies)."""
         return 2 * self.key_proj(annotations)
 
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
@@ -39,3 +43,14 @@ class AdditiveAttention(SoftmaxAttention):
         """
         gates = torch.sigmoid(2 * self.query_proj(query)[:, None] + state.keys)  # [B, S, A]
         return 2 * self.v(gates).squeeze(-1) - self.v.weight.sum()
+
+
+def init_alignment_model(
+    w_a: nn.Linear, u_a: nn.Linear, v_a: nn.Linear, *, generator: torch.Generator | None
+) -> None:
+    """The paper's initialization of an alignment model: W_a, U_a ~ N(0, 0.001^2), v_a = 0
+    (B.1); biases are left as they are."""
+    with torch.no_grad():
+        w_a.weight.normal_(0.0, 0.001, generator=generator)
+        u_a.weight.normal_(0.0, 0.001, generator=generator)
+        v_a.weight.zero_()

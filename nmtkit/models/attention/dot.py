@@ -1,8 +1,8 @@
 """Dot-product attention scorers: dot and general (Luong et al., 2015, §3.1), scaled dot product
 and multi-head attention (Vaswani et al., 2017, §3.2.1-3.2.2).
 
-Beyond the glossary of :mod:`nmtkit.models`: K is the annotations' width (the scorer's
-``key_size``), N the number of heads, A/N the width of one head.
+Beyond the glossary of :mod:`nmtkit.models`: N is the number of heads, A/N the width of one
+head; C, the annotations' width, is the scorer's ``key_size``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class DotAttention(SoftmaxAttention):
     """Luong et al. (2015, §3.1) "dot" score e_ij = s_{i-1}^T h_j: no parameters at all.
 
     Raises:
-        ConfigError: the decoder state and the annotations differ in width (D != K).
+        ConfigError: the decoder state and the annotations differ in width (D != C).
     """
 
     description = "Luong dot score s^T h (needs decoder hidden_size == encoder output size)"
@@ -46,11 +46,11 @@ class DotAttention(SoftmaxAttention):
             )
 
     def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
-        """The keys are the annotations themselves, h_j [B, S, K]."""
+        """The keys are the annotations themselves, h_j [B, S, C]."""
         return annotations
 
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
-        """e_ij [B, S] for s_{i-1} [B, D] against h_j [B, S, K], D = K."""
+        """e_ij [B, S] for s_{i-1} [B, D] against h_j [B, S, C], D = C."""
         return dot_energies(query, state.keys)
 
 
@@ -72,7 +72,7 @@ class GeneralAttention(SoftmaxAttention):
         self.key_proj = nn.Linear(key_size, query_size, bias=False)  # W_a
 
     def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
-        """Precompute W_a h_j once per sentence: [B, S, K] -> [B, S, D]."""
+        """Precompute W_a h_j once per sentence: [B, S, C] -> [B, S, D]."""
         return self.key_proj(annotations)
 
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
@@ -109,7 +109,7 @@ class ScaledDotAttention(SoftmaxAttention):
         self.scale = 1.0 / math.sqrt(config.hidden_size)
 
     def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
-        """Precompute W_k h_j once per sentence: [B, S, K] -> [B, S, A]."""
+        """Precompute W_k h_j once per sentence: [B, S, C] -> [B, S, A]."""
         return self.key_proj(annotations)
 
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
@@ -124,7 +124,7 @@ class MultiHeadAttention(AttentionScorer):
 
     q = W_q s_{i-1}, k_j = W_k h_j and v_j = W_v h_j are A wide and split into N heads of A/N.
     W_k h_j and W_v h_j are precomputed once per sentence and travel together as the state's
-    keys, [B, S, 2A]. W_o maps the concatenated heads back to the annotations' width K, so the
+    keys, [B, S, 2A]. W_o maps the concatenated heads back to the annotations' width C, so the
     decoder reads a context of the usual size.
 
     The returned ``weights`` are the mean of the N heads' weights: they still sum to 1 over the
@@ -161,7 +161,7 @@ class MultiHeadAttention(AttentionScorer):
         self.scale = 1.0 / math.sqrt(a // config.num_heads)
 
     def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
-        """Precompute [W_k h_j; W_v h_j] once per sentence: [B, S, K] -> [B, S, 2A]."""
+        """Precompute [W_k h_j; W_v h_j] once per sentence: [B, S, C] -> [B, S, 2A]."""
         return self.key_value_proj(annotations)
 
     def forward(self, query: Tensor, state: DecoderState) -> Attended:
@@ -173,5 +173,5 @@ class MultiHeadAttention(AttentionScorer):
         energies = (q @ keys.transpose(-1, -2)).squeeze(2) * self.scale  # [B, N, S]
         weights = energies.masked_fill(state.pad_mask[:, None], float("-inf")).softmax(dim=-1)
         heads = (weights[:, :, None] @ values).squeeze(2)  # [B, N, A/N]
-        context = self.output_proj(heads.flatten(1))  # [B, K]
+        context = self.output_proj(heads.flatten(1))  # [B, C]
         return Attended(context=context, weights=weights.mean(dim=1))  # [B, S]

@@ -17,6 +17,7 @@ class FixedContext(AttentionScorer):
     """
 
     description = "no attention: a fixed context, the last annotation (RNNencdec baseline)"
+    aligns = False  # the one-hot weights say nothing about which source word a word translates
 
     def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
         """The weights themselves: one-hot on the last real position, [B, S]."""
@@ -26,5 +27,5 @@ class FixedContext(AttentionScorer):
 
     def forward(self, query: Tensor, state: DecoderState) -> Attended:
         weights = state.keys.to(query.dtype)  # [B, S]
-        context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, K]
+        context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, C]
         return Attended(context=context, weights=weights)

@@ -1,5 +1,7 @@
 """A convolutional encoder: the ConvS2S encoder of Gehring et al. (2017), "Convolutional Sequence
-to Sequence Learning", §3.1–3.4, as in fairseq's ``FConvEncoder``. C below is ``channels``."""
+to Sequence Learning", §3.1–3.4, as in fairseq's ``FConvEncoder``.
+
+C below is ``channels``."""
 
 from __future__ import annotations
 

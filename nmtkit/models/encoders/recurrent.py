@@ -6,16 +6,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nmtkit.errors import ConfigError
+from nmtkit.errors import unknown_name
+from nmtkit.models.initialization import orthogonal_gates
 from nmtkit.registry import Encoder, EncoderOutput, register
 
 _CELLS: dict[str, Any] = {"gru": nn.GRU, "lstm": nn.LSTM}
 
 
 class _RecurrentEncoder(Encoder):
+    """A GRU or LSTM (torch's ``nn.GRU``/``nn.LSTM``) over the embedded source words.
+
+    Precision: under bf16 autocast on a CPU, torch's cell runs the gate products and the gates
+    (GRU: r, z, n) in bf16, but the state update h_j = n + z (h_{j-1} - n) mixes them with the
+    fp32 h_{j-1} and so is fp32: the annotations and the summary are fp32 tensors whose
+    per-step updates carry bf16 rounding. (The ``gru`` decoder keeps its gates fp32 too.)
+    """
+
     bidirectional: bool
 
     @dataclass(frozen=True, kw_only=True, slots=True)
@@ -28,7 +38,7 @@ class _RecurrentEncoder(Encoder):
     def __init__(self, config: Config, *, input_size: int) -> None:
         super().__init__(config, input_size=input_size)
         if config.cell not in _CELLS:
-            raise ConfigError(f"unknown cell {config.cell!r}; cells: {', '.join(_CELLS)}")
+            raise unknown_name("cell", config.cell, _CELLS, where="model.encoder.cell")
         self.rnn = _CELLS[config.cell](
             input_size,
             config.hidden_size,
@@ -40,8 +50,14 @@ class _RecurrentEncoder(Encoder):
         self.output_size = config.hidden_size * (2 if self.bidirectional else 1)
         self.summary_size = config.hidden_size
 
+    def init_paper_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Every recurrent matrix orthogonal, one per gate and direction (B.1: U, U_z, U_r)."""
+        for name, param in self.rnn.named_parameters():
+            if name.startswith("weight_hh"):
+                orthogonal_gates(param, self.rnn.hidden_size, generator=generator)
+
     def _run(self, embedded: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
-        """Return outputs [B, S, output_size] and final states [layers*dirs, B, H]."""
+        """Return outputs [B, S, C] and final states [layers*dirs, B, H]."""
         packed = pack_padded_sequence(
             embedded, lengths.cpu(), batch_first=True, enforce_sorted=False
         )

@@ -1,5 +1,7 @@
 """A self-attention encoder (Vaswani et al., 2017, "Attention Is All You Need", §3.1, §3.5)
-as an alternative to the RNNsearch bidirectional RNN. C below is ``model_size``."""
+as an alternative to the RNNsearch bidirectional RNN.
+
+C below is ``model_size``."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ class CosineAttention(SoftmaxAttention):
         self.log_sharpness = nn.Parameter(torch.tensor(float(config.init_sharpness)).log())
 
     def project_keys(self, annotations: Tensor, pad_mask: Tensor) -> Tensor:
-        """Unit-length projected keys, once per sentence: [B, S, K] -> [B, S, A]."""
+        """Unit-length projected keys, once per sentence: [B, S, C] -> [B, S, A]."""
         return nn.functional.normalize(self.key_proj(annotations), dim=-1)
 
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:

@@ -13,6 +13,8 @@ from typing import IO, Any, cast
 
 from nmtkit.errors import DataError
 
+UTF8_BOM = b"\xef\xbb\xbf"  # a byte-order mark some editors put first: never part of the text
+
 
 def _is_gzip(path: Path) -> bool:
     return path.suffix == ".gz"
@@ -28,12 +30,14 @@ def open_text(path: str | Path, mode: str = "r") -> IO[str]:
     """
     if str(path) == "-":
         stream = sys.stdin.buffer if mode == "r" else sys.stdout.buffer
-        return io.TextIOWrapper(stream, encoding="utf-8", newline="\n", write_through=True)
+        encoding = "utf-8-sig" if mode == "r" else "utf-8"
+        return io.TextIOWrapper(stream, encoding=encoding, newline="\n", write_through=True)
     path = Path(path)
     try:
+        encoding = "utf-8-sig" if mode == "r" else "utf-8"  # reading drops a byte-order mark
         if _is_gzip(path):
-            return cast(IO[str], gzip.open(path, mode + "t", encoding="utf-8", newline="\n"))
-        return open(path, mode, encoding="utf-8", newline="\n")
+            return cast(IO[str], gzip.open(path, mode + "t", encoding=encoding, newline="\n"))
+        return open(path, mode, encoding=encoding, newline="\n")
     except FileNotFoundError:
         raise DataError("no such file", where=str(path)) from None
     except OSError as exc:
@@ -87,6 +91,8 @@ def read_lines(
             stack.enter_context(stream)
         try:
             for number, raw in enumerate(stream, start=1):
+                if number == 1:
+                    raw = raw.removeprefix(UTF8_BOM)
                 try:
                     yield raw.rstrip(b"\n").decode("utf-8")
                 except UnicodeDecodeError:
@@ -113,16 +119,33 @@ def count_lines(path: str | Path) -> int:
 
 
 @contextlib.contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Turn an operating-system error while writing ``path`` (a full disk, a read-only or
+    missing folder, a path under a file) into one DataError naming ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            raise
+        reason = exc.strerror or str(exc)
+        raise DataError(f"cannot write: {reason}", where=str(path)) from exc
+
+
+@contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Write to ``path.tmp`` in the same folder and rename it to ``path`` on success.
 
     A crash or an exception leaves no half-written ``path`` behind. Text modes write UTF-8 with
     '\\n' newlines, gzipped when ``path`` ends in '.gz'.
+
+    Raises:
+        DataError: ``path`` cannot be written (naming it and the reason, e.g. a full disk).
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     binary = "b" in mode
     try:
+        _check_writable_folder(path)
         if _is_gzip(path):
             stream: IO = cast(
                 IO,
@@ -132,12 +155,13 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
             stream = open(tmp, mode)  # noqa: SIM115 (closed below)
         else:
             stream = open(tmp, mode, encoding="utf-8", newline="\n")  # noqa: SIM115
-        with stream:
-            yield stream
-        os.replace(tmp, path)
+        with writing(path):
+            with stream:
+                yield stream
+            os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 def atomic_path(path: str | Path) -> contextlib.AbstractContextManager[Path]:
@@ -149,11 +173,42 @@ def atomic_path(path: str | Path) -> contextlib.AbstractContextManager[Path]:
 def _atomic_path(path: Path) -> Iterator[Path]:
     tmp = path.with_name(path.name + ".tmp")
     try:
-        yield tmp
-        os.replace(tmp, path)
+        _check_writable_folder(path)
+        with writing(path):
+            yield tmp
+            os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _check_writable_folder(path: Path) -> None:
+    """Raise DataError unless ``path``'s folder exists and is a folder (checked before any work
+    goes into the file, so the message names the real cause)."""
+    folder = path.parent
+    if not folder.exists():
+        raise DataError("cannot write: its folder does not exist", where=str(path))
+    if not folder.is_dir():
+        raise DataError("cannot write: its folder is a file", where=str(path))
+    if path.is_dir():
+        raise DataError("cannot write: it is a folder", where=str(path))
+
+
+def check_writable(path: str | Path) -> None:
+    """Check, before heavy work, that ``path`` ('-' is stdout) can be created or replaced:
+    its folder exists and takes a new file. Nothing is left behind.
+
+    Raises:
+        DataError: naming ``path`` and the reason.
+    """
+    if str(path) == "-":
+        return
+    path = Path(path)
+    _check_writable_folder(path)
+    probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
+    with writing(path):
+        probe.touch()
+        probe.unlink()
 
 
 def save_figure(fig: Any, path: Path, fmt: str) -> None:

@@ -5,8 +5,10 @@ Only this package exits the process, and only in :func:`user_errors`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,22 +53,47 @@ UserDirs = Annotated[
 
 
 def user_errors(command: F) -> F:
-    """Turn an NmtkitError into one line on stderr and its exit code; Ctrl-C exits 130."""
+    """Turn what a user or the machine causes into one line on stderr and an exit code.
+
+    An NmtkitError exits with its own code; an operating-system error that no layer below
+    named (a full disk, a permission, a missing device) exits 1 naming the file; Ctrl-C exits
+    130; a reader that closes the pipe (``| head``) ends the command quietly, with 141 as for
+    any Unix filter killed by SIGPIPE.
+    """
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except NmtkitError as exc:
-            if os.environ.get("NMTKIT_DEBUG") == "1":
-                traceback.print_exc()
-            console.print(f"nmtkit: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            _fail(str(exc))
             raise typer.Exit(exc.exit_code) from None
+        except BrokenPipeError:
+            _silence_stdout()
+            raise typer.Exit(141) from None
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+            raise typer.Exit(1) from None
         except KeyboardInterrupt:
             console.print("nmtkit: interrupted", markup=False)
             raise typer.Exit(130) from None
 
     return run  # type: ignore[return-value]
+
+
+def _fail(message: str) -> None:
+    if os.environ.get("NMTKIT_DEBUG") == "1":
+        traceback.print_exc()
+    console.print(f"nmtkit: error: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush at exit cannot fail on
+    the closed pipe again (and print a traceback of its own)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def setup(

@@ -77,16 +77,24 @@ def write_dataset(prefix: Path, sequences: Iterable[Sequence[int] | np.ndarray])
 
 
 def _convert_scratch(scratch: Path, path: Path, dtype: np.dtype, num_tokens: int) -> None:
-    """Copy the raw int32 scratch tokens into a ``.npy`` of ``dtype``, chunk by chunk."""
-    with atomic_path(path) as tmp:
-        target = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(num_tokens,))
+    """Copy the raw int32 scratch tokens into a ``.npy`` of ``dtype``, chunk by chunk.
+
+    Written with plain writes, not through a writable memory map: on a full disk a write
+    raises ENOSPC (a one-line error), where a store into a mapped page would kill the process
+    with SIGBUS.
+    """
+    header = {
+        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+        "fortran_order": False,
+        "shape": (num_tokens,),
+    }
+    with atomic_path(path) as tmp, open(tmp, "wb") as stream:
+        np.lib.format.write_array_header_1_0(stream, header)
         if num_tokens:
             source = np.memmap(scratch, dtype=np.int32, mode="r", shape=(num_tokens,))
             for start in range(0, num_tokens, _CHUNK):
-                target[start : start + _CHUNK] = source[start : start + _CHUNK]
+                stream.write(source[start : start + _CHUNK].astype(dtype).tobytes())
             del source
-        target.flush()
-        del target
 
 
 class TokenDataset:

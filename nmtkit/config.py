@@ -96,9 +96,9 @@ class TrainConfig:
             "max_tokens": self.max_tokens,
             "validate_every": self.validate_every,
             "log_every": self.log_every,
-            "threads": self.threads or 1,
-            "max_epochs": self.max_epochs or 1,
-            "max_updates": self.max_updates or 1,
+            "threads": 1 if self.threads is None else self.threads,
+            "max_epochs": 1 if self.max_epochs is None else self.max_epochs,
+            "max_updates": 1 if self.max_updates is None else self.max_updates,
             "max_sentences": 1 if self.max_sentences is None else self.max_sentences,
         }
         for key, value in positive.items():
@@ -106,6 +106,8 @@ class TrainConfig:
                 raise ConfigError(f"train.{key} must be at least 1, got {value}")
         if self.lr <= 0:
             raise ConfigError(f"train.lr must be positive, got {self.lr}")
+        if self.time_budget is not None and self.time_budget <= 0:
+            raise ConfigError(f"train.time_budget must be positive, got {self.time_budget}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

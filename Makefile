@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align clean
+.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align figures clean
 
 install: $(STAMP)
 
@@ -46,6 +46,9 @@ bench-peers: install    # ~40 min: nmtkit, fairseq, OpenNMT-py, Joey NMT side by
 
 bench-figure2: install  # ~35 min: RNNencdec vs RNNsearch, BLEU by sentence length
 	$(RUN) benchmarks/paper_figure2.sh
+
+figures: install        # ~45 min: remakes docs/figures/ (Figure 2, attention heatmaps, training curves)
+	$(RUN) benchmarks/figures.sh
 
 bench-align: install    # ~35 min: attention alignments vs eflomal, AER on the Hansards gold
 	PYTHON="$(CURDIR)/$(BIN)/python" $(RUN) benchmarks/alignment.sh

@@ -28,7 +28,7 @@ nmtkit align -m "$OUT/rnnsearch" --source "$OUT/fig3.en" --target "$OUT/fig3.de"
 
 log "training curves"
 python benchmarks/plot_training.py --out "$OUT/training.png" \
-  RNNsearch="$OUT/rnnsearch/metrics.jsonl" RNNencdec="$OUT/rnnencdec/metrics.jsonl"
+  RNNencdec="$OUT/rnnencdec/metrics.jsonl" RNNsearch="$OUT/rnnsearch/metrics.jsonl"
 
 cp "$OUT/figure2.png" "$FIGURES/figure2.png"
 i=1

@@ -13,12 +13,16 @@ source benchmarks/data.sh
 OUT=${OUT:-bench-out/figure2}
 BUDGET=${BUDGET:-15}               # minutes of training per model
 UPDATES=${UPDATES:-}               # or: updates per model (wins over BUDGET)
-if [ -n "$UPDATES" ]; then STOP=(--max-updates "$UPDATES"); else STOP=(--time-budget "$BUDGET"); fi
+if [ -n "$UPDATES" ]; then
+  STOP=(--max-updates "$UPDATES") LENGTH="$UPDATES updates"
+else
+  STOP=(--time-budget "$BUDGET") LENGTH="$BUDGET min"
+fi
 BUCKETS=${BUCKETS:-0,8,11,14,17,20,25}  # source words; Multi30k captions are short
 mkdir -p "$OUT"
 log() { echo "[figure2] $*" >&2; }
 
-log "data: $M30K; budget: ${UPDATES:+$UPDATES updates}${UPDATES:-$BUDGET min} per model; output: $OUT"
+log "data: $M30K; budget: $LENGTH per model; output: $OUT"
 nmtkit preprocess -s en -t de --trainpref "$M30K/train" --validpref "$M30K/val" \
   --testpref "$M30K/test_2016_flickr" --destdir "$OUT/data" --vocab-size 8000 -q
 gzip -dc "$M30K/test_2016_flickr.en.gz" > "$OUT/test.en"

@@ -231,12 +231,12 @@ from the import-linter contracts in `pyproject.toml`, which `make lint` checks.
 ## Data flow
 
 ```
-preprocess  corpus files ─TextPipeline.encode─> subword ids ─write_dataset─> data dir
+preprocess  corpus files ─TextPipeline.encode─> subword ids (≤ max_pieces) ─write_dataset─> data dir
                                                        (.bin/.idx, spm.model, manifest.json)
 train       data dir ─TokenDataset─> epoch_batches(seed, epoch) ─collate─> Batch
             Batch ─Seq2Seq (encoder, attention, decoder: from the registry)─> loss
                   ─TrainingLoop (optimizer, schedule, validation)─> best.pt, last.pt, train_state.pt
-translate   raw lines ─Translator (encode, cut, chunk)─> decode_sequences (sort by length, batch)
+translate   raw lines ─Translator (encode, LengthPolicy.cut, chunk)─> decode_sequences (sort by length, token budget)
                   ─SearchStrategy (beam, greedy, sampling)─> Hypothesis ─TextPipeline.decode─>
                   Translation ─formats─> text | nbest | jsonl
 score       hypotheses, references ─sacrebleu─> BLEU, chrF, TER + signatures
@@ -302,8 +302,10 @@ then for each step i, from the previous word y_{i-1} (BOS at i = 1) and state s_
     5. output:               p(y_i | y_<i, x) = softmax(W_o t_i)          [B, V]
 
 (biases omitted). The GRU uses PyTorch's convention: its z_i is the paper's 1 − z_i, and the
-reset gate multiplies U s_{i-1} rather than s_{i-1}. The readout takes the new state s_i, as in the
-paper's eq. (4), p(y_i | ...) = g(y_{i-1}, s_i, c_i). Because step 1 uses s_{i-1} only, α_i does
+reset gate multiplies U s_{i-1} rather than s_{i-1}. By default the readout takes the new state
+s_i, as in the paper's eq. (4), p(y_i | ...) = g(y_{i-1}, s_i, c_i); the decoder option
+`readout_state: previous` takes s_{i-1} as the paper's appendix A.2.2 writes it, and the
+`rnnsearch-paper` preset does so ([paper.md](paper.md)). Because step 1 uses s_{i-1} only, α_i does
 not depend on y_{i-1}; a unit test checks this order. In training (teacher forcing)
 `GRUDecoder.forward` computes the embedding's share of the gates and of the readout for all T
 steps at once and loops only over what recurs; the output layer is applied only to real
@@ -354,10 +356,13 @@ package to install.
 ## Search
 
 `Translator` (`nmtkit/translation/translator.py`) encodes each input line with the source
-`TextPipeline`, cuts lines longer than the longest training source, and hands each chunk to
+`TextPipeline`, cuts a line over `--max-source-len` pieces with a warning (`LengthPolicy.cut`;
+longer than any training source is fine), and hands each chunk to
 `decode_sequences` (`nmtkit/search/decode.py`), which sorts it by length, searches it in batches
-of `search.batch_size`, and returns the results in input order; validation during training
-decodes through the same function. The output cap is ⌊a·|x| + b⌋ target pieces, at
+of at most `search.batch_size` sentences and `--max-tokens` padded pieces (`LengthPolicy.batches`,
+so a very long sentence is searched alone), and returns the results in input order; validation
+during training decodes through the same function, and `align` cuts and batches its pairs with
+the same `LengthPolicy`. The output cap is ⌊a·|x| + b⌋ target pieces, at
 least 1, EOS excluded, where |x| is the number of source pieces, a = `max_len_a` and
 b = `max_len_b`; at the cap only EOS may follow. PAD and BOS are never generated.
 
@@ -408,6 +413,12 @@ count validations without improvement.
   N updates, then a resume up to N + M, log the same training losses as N + M updates in one
   go (an integration test checks this). The extra validation that closes a run does not feed
   the plateau schedule.
+- A run records why it ended (`stop_reason`); resuming an ended run has nothing to do unless the
+  new config raises the limit it met. Each save renames the previous `train_state.pt` to
+  `train_state.prev.pt`, and every checkpoint and train state carries a SHA-256 of its contents
+  (`nmtkit/checkpoint.py`), so a damaged file is refused on load and `--resume` falls back to the
+  previous state. SIGINT and SIGTERM (`StopSignals` in `nmtkit/training/loop.py`) stop the run
+  after the current update and save it; the CLI exits with 128 + the signal's number.
 - Greedy and beam search are deterministic.
 
 ## Scoring and alignment

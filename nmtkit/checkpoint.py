@@ -2,11 +2,15 @@
 
 A checkpoint (``best.pt``/``last.pt``) holds everything translation needs and nothing but tensors
 and builtin containers, so ``torch.load(..., weights_only=True)`` reads it: the resolved config,
-the weights, both SentencePiece models (as uint8 tensors) and the text settings.
+the weights, both SentencePiece models (as uint8 tensors) and the text settings. Every file
+written here carries a SHA-256 of its own contents, checked on load, so a damaged file is an
+error instead of a model with wrong weights; ``train_state.prev.pt`` keeps the state before the
+newest for a resume when the newest is damaged.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +22,9 @@ from nmtkit import __version__, registry
 from nmtkit.config import Config, components, config_from_dict
 from nmtkit.data.text import PAD_ID, TextPipeline, TextSettings
 from nmtkit.errors import CheckpointError, ConfigError, NmtkitError, PluginError
-from nmtkit.files import atomic_path
+from nmtkit.files import atomic_write
 from nmtkit.models import Seq2Seq
+from nmtkit.runtime import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +33,9 @@ FORMAT_VERSION = 1
 BEST = "best.pt"
 LAST = "last.pt"
 TRAIN_STATE = "train_state.pt"
+TRAIN_STATE_PREV = "train_state.prev.pt"  # the train state before the newest (see save_train_state)
+MODEL_FILES = (BEST, LAST, TRAIN_STATE, TRAIN_STATE_PREV)  # what --overwrite alone may replace
+DIGEST = "sha256"  # the payload key of a file's checksum (see payload_digest)
 CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"
 LOG = "train.log"
@@ -100,8 +108,46 @@ def save_checkpoint(
         "step": step,
         "bleu": bleu,
     }
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+    _save(path, payload)
+
+
+def payload_digest(payload: dict[str, Any]) -> str:
+    """SHA-256 (hex) of a checkpoint payload: every tensor's name, dtype, shape and bytes, and
+    every number and string, visited in sorted key order (the ``sha256`` key left out)."""
+    sha = hashlib.sha256()
+    for name, value in _leaves({k: v for k, v in payload.items() if k != DIGEST}, ""):
+        if isinstance(value, torch.Tensor):
+            tensor = value.detach().cpu().contiguous().reshape(-1)
+            sha.update(f"{name}\0tensor\0{tensor.dtype}\0{tuple(value.shape)}\0".encode())
+            sha.update(tensor.view(torch.uint8).numpy().data)
+        elif value is None or isinstance(value, bool | int | float | str | bytes):
+            sha.update(f"{name}\0{type(value).__name__}\0{value!r}\0".encode())
+        else:
+            sha.update(f"{name}\0{type(value).__name__}\0".encode())
+    return sha.hexdigest()
+
+
+def _leaves(value: Any, name: str) -> Any:
+    if isinstance(value, dict):
+        for key in sorted(value, key=lambda k: (type(k).__name__, repr(k))):
+            yield from _leaves(value[key], f"{name}/{key!r}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _leaves(item, f"{name}[{index}]")
+    else:
+        yield name, value
+
+
+def _save(path: Path, payload: dict[str, Any], *, previous: Path | None = None) -> None:
+    """Write ``payload`` with its checksum atomically (a full disk: DataError naming ``path``)."""
+    payload = {**payload, DIGEST: payload_digest(payload)}
+    with atomic_write(path, "wb", previous=previous) as stream:
+        try:
+            torch.save(payload, stream)
+        except RuntimeError as exc:  # torch's writer wraps the OSError of a full disk
+            if isinstance(exc.__context__, OSError):
+                raise exc.__context__ from None
+            raise
 
 
 def providers(config: Config) -> dict[str, dict[str, str]]:
@@ -132,13 +178,66 @@ def check_providers(recorded: dict[str, dict[str, str]], *, where: str) -> None:
 
 
 def save_train_state(path: Path, state: dict[str, Any]) -> None:
-    """Write the resumable training state atomically."""
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    """Write the resumable training state atomically; the state it replaces becomes
+    ``train_state.prev.pt`` (``path``'s name with ``.prev`` before its suffix)."""
+    _save(path, state, previous=path.with_suffix(".prev" + path.suffix))
 
 
 def load_train_state(path: Path) -> dict[str, Any]:
-    return _load(path)
+    """Read and check a ``train_state.pt``.
+
+    Raises:
+        CheckpointError: unreadable, damaged (its checksum does not match) or not a train state.
+    """
+    state = _load(path)
+    if not isinstance(state.get("run"), dict):
+        raise CheckpointError("not a train state (nmtkit train writes one)", where=str(path))
+    return state
+
+
+def load_latest_train_state(model_dir: Path) -> tuple[dict[str, Any], Path]:
+    """The newest train state in ``model_dir`` that passes its check, and its path:
+    ``train_state.pt``, else (with a warning) ``train_state.prev.pt``.
+
+    Raises:
+        CheckpointError: neither loads; the error names the newest.
+    """
+    newest, previous = model_dir / TRAIN_STATE, model_dir / TRAIN_STATE_PREV
+    problem: CheckpointError | None = None
+    if newest.is_file():
+        try:
+            return load_train_state(newest), newest
+        except CheckpointError as exc:
+            if not previous.is_file():
+                raise
+            problem = exc
+    try:
+        state = load_train_state(previous)
+    except CheckpointError:
+        if problem is not None:
+            raise problem from None
+        raise
+    why = problem or f"{newest}: missing (a run killed while saving it)"
+    log.warning(
+        "%s; resuming from the state saved before it, %s (step %s)",
+        why,
+        previous.name,
+        state["run"].get("step"),
+    )
+    return state, previous
+
+
+def recorded_score(path: Path) -> tuple[int, float | None] | None:
+    """The step and validation BLEU that checkpoint ``path`` records, read without loading its
+    tensors (nor checking them); None if it cannot be read."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # torch raises many kinds for a file that is not a checkpoint
+        return None
+    if not isinstance(payload, dict):
+        return None
+    bleu = payload.get("bleu")
+    return int(payload.get("step", 0)), None if bleu is None else float(bleu)
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -161,24 +260,35 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    """Read a file written by :func:`_save` and check its checksum (a file written before
+    nmtkit stored one loads unchecked)."""
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a file that is not a checkpoint
         raise CheckpointError(
-            f"not an nmtkit checkpoint ({type(exc).__name__})", where=str(path)
+            f"not an nmtkit checkpoint, or a damaged one ({type(exc).__name__})", where=str(path)
         ) from None
     if not isinstance(payload, dict):
         raise CheckpointError("not an nmtkit checkpoint", where=str(path))
+    recorded = payload.pop(DIGEST, None)
+    if recorded is None:
+        log.debug("%s: no checksum (written by an older nmtkit), loaded unchecked", path)
+    elif recorded != payload_digest(payload):
+        raise CheckpointError(
+            "damaged: its contents do not match the checksum written with them", where=str(path)
+        )
     return payload
 
 
-def load_model(path: str | Path, *, device: str = "cpu") -> LoadedModel:
+def load_model(path: str | Path, *, device: str | torch.device = "cpu") -> LoadedModel:
     """Rebuild a model from a checkpoint file or a model directory (its best checkpoint).
 
     Raises:
-        CheckpointError: not an nmtkit checkpoint, a newer format, or a component whose plugin
-            is not installed.
+        ConfigError: ``device`` is unknown or not on this machine (:func:`resolve_device`).
+        CheckpointError: not an nmtkit checkpoint, a damaged one, a newer format, or a
+            component whose plugin is not installed.
     """
+    device = resolve_device(device)
     path = resolve_checkpoint(path)
     payload = _load(path)
     if payload.get("format") != FORMAT:

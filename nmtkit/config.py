@@ -120,6 +120,13 @@ class SearchConfig:
 
     def __post_init__(self) -> None:
         _check_precision(self.precision, "search")
+        if self.max_len_a < 0 or self.max_len_b < 0:
+            raise ConfigError(
+                f"search.max_len_a and search.max_len_b must not be negative, "
+                f"got {self.max_len_a} and {self.max_len_b}"
+            )
+        if self.batch_size < 1:
+            raise ConfigError(f"search.batch_size must be at least 1, got {self.batch_size}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -202,8 +209,16 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(Path(path).read_text("utf-8"))
     except FileNotFoundError:
         raise ConfigError("no such config file", where=str(path)) from None
+    except IsADirectoryError:
+        raise ConfigError("is a folder, not a config file", where=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 (byte {exc.start})", where=str(path)) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", where=str(path)) from None
+        # One line: the problem and where it is, without PyYAML's multi-line excerpt.
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ConfigError(f"not valid YAML: {problem}", where=where) from None
     if not isinstance(data, dict):
         raise ConfigError("a config file must be a mapping of sections", where=str(path))
     return data

@@ -82,6 +82,7 @@ def download_multi30k(
                 hint="the server holds a different file; remove it from the cache and retry",
             ) from None
         except OSError as exc:
-            raise DataError(f"cannot store {name}: {exc}", where=str(folder)) from None
+            reason = exc.strerror or str(exc)
+            raise DataError(f"cannot store {name}: {reason}", where=str(folder)) from None
     log.info("Multi30k (%s) is in %s", ", ".join(langs), folder)
     return folder

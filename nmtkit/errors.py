@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import difflib
+import signal
 from collections.abc import Iterable
 
 
@@ -45,6 +46,19 @@ class PluginError(NmtkitError):
 
 class CheckpointError(NmtkitError):
     """A file that is not an nmtkit checkpoint, or one this version cannot rebuild."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (SIGINT, SIGTERM) ended a command; the CLI exits with 128 + its number, as
+    a shell reports a process killed by that signal (130 for Ctrl-C, 143 for SIGTERM)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 def unknown_name(

@@ -1,4 +1,7 @@
-"""Process-wide speed settings: the C allocator and the precision of matrix products.
+"""Process-wide settings: the torch device, the C allocator and the precision of matrix products.
+
+:func:`resolve_device` turns a ``--device`` string into a device this machine has, or one error
+line that says why not.
 
 Two things decide how fast an RNN model runs on a CPU besides its FLOPs (measured in
 ``benchmarks/speed.sh``; see docs/speed.md):
@@ -24,7 +27,7 @@ from collections.abc import Iterator
 
 import torch
 
-from nmtkit.errors import unknown_name
+from nmtkit.errors import ConfigError, unknown_name
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,58 @@ _M_TRIM_THRESHOLD = -1  # glibc mallopt parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
 _THRESHOLD = 1 << 30  # 1 GiB: larger blocks still come from mmap
 _tuned = False
+
+
+DEVICES = "cpu, cuda, cuda:N, mps, xpu"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def resolve_device(name: str | torch.device) -> torch.device:
+    """The torch device ``name`` (``cpu``, ``cuda``, ``cuda:1``, ...), checked to exist here.
+
+    Raises:
+        ConfigError: an unknown device, one this torch build lacks, or an index past the last
+            device, e.g. ``--device cuda: this torch build has no CUDA``.
+    """
+    where = f"--device {name}"
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"unknown device; choose from {DEVICES}", where=where) from None
+    if device.type == "cpu":
+        return device
+    if device.type == "cuda":
+        if not torch.backends.cuda.is_built():
+            raise ConfigError(
+                "this torch build has no CUDA",
+                where=where,
+                hint="install a torch build with CUDA, or use --device cpu",
+            )
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                "no CUDA GPU is visible",
+                where=where,
+                hint="check the driver and CUDA_VISIBLE_DEVICES",
+            )
+        count = torch.cuda.device_count()
+    elif device.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ConfigError("no MPS (Apple GPU) device here", where=where)
+        count = 1
+    elif device.type == "xpu":
+        xpu = getattr(torch, "xpu", None)
+        if xpu is None or not xpu.is_available():
+            raise ConfigError("no XPU (Intel GPU) device here", where=where)
+        count = xpu.device_count()
+    else:
+        raise ConfigError(f"unsupported device type; choose from {DEVICES}", where=where)
+    if device.index is not None and device.index >= count:
+        last = f" to {device.type}:{count - 1}" if count > 1 else ""
+        raise ConfigError(f"only {_plural(count, 'GPU')} here ({device.type}:0{last})", where=where)
+    return device
 
 
 def tune_allocator() -> bool:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,7 +31,12 @@ from nmtkit.alignment.links import (
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.alignment.symmetrize import SYMMETRIZERS, symmetrizer
 from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import atomic_write, count_lines, read_lines
+from nmtkit.files import atomic_write, check_writable, check_writable_dir, count_lines, read_lines
+
+if TYPE_CHECKING:  # torch is imported only when a model runs: --evaluate needs none
+    from nmtkit.search.decode import LengthPolicy
+
+_ALIGN_CHUNK = 1000  # pairs read, sorted by length and batched at a time
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,14 +98,23 @@ def align_corpus(
     method: str = "argmax",
     threshold: float = 0.5,
     batch_size: int = 64,
+    lengths: LengthPolicy | None = None,
 ) -> Iterator[WordAlignment]:
     """Force-decode each target with the model and turn its attention into word alignments.
+
+    Pairs are read in chunks, sorted by length and force-decoded in batches under the token
+    budget of ``lengths`` (the longer side counts); a side longer than its
+    ``max_source_len`` is cut to it, with a warning naming the pair. Alignments come back in
+    input order.
 
     Args:
         loaded: a :class:`nmtkit.checkpoint.LoadedModel`.
         src_lines, tgt_lines: raw sentence pairs, as many of each.
         method: a one-direction extraction method (see ``nmtkit.alignment.links.EXTRACTORS``).
         threshold: the least weight a link needs, for ``threshold``.
+        batch_size: the most pairs in a batch.
+        lengths: the length policy; :class:`~nmtkit.search.decode.LengthPolicy`'s defaults
+            when None.
 
     Raises:
         ConfigError: an unknown method, or a threshold outside (0, 1].
@@ -109,20 +123,34 @@ def align_corpus(
     import torch
 
     from nmtkit.data.batching import collate
+    from nmtkit.search.decode import LengthPolicy
 
     extract = extractor(method)
+    policy = lengths or LengthPolicy()
     pairs = iter(zip(src_lines, tgt_lines, strict=True))
     model = loaded.model.eval()
-    while chunk := [pair for _, pair in zip(range(batch_size), pairs, strict=False)]:
-        src_ids = [loaded.src_text.encode(s)[: loaded.vocab.max_src_len] for s, _ in chunk]
-        tgt_ids = [loaded.tgt_text.encode(t) for _, t in chunk]
-        with torch.inference_mode():
-            batch = collate(src_ids, tgt_ids, list(range(len(chunk))))
-            weights = model.force_decode(batch.to(next(model.parameters()).device)).cpu()
-        for row, (src, tgt) in enumerate(zip(src_ids, tgt_ids, strict=True)):
-            src_pieces = loaded.src_text.id_to_piece(src)
-            tgt_pieces = loaded.tgt_text.id_to_piece(tgt)
-            yield _word_alignment(weights[row], src_pieces, tgt_pieces, extract, threshold)
+    device = next(model.parameters()).device
+    offset = 0
+    while chunk := list(itertools.islice(pairs, _ALIGN_CHUNK)):
+        src_ids, tgt_ids = [], []
+        for number, (src, tgt) in enumerate(chunk, start=offset + 1):
+            src_ids.append(policy.cut(loaded.src_text.encode(src), what=f"pair {number} source"))
+            tgt_ids.append(policy.cut(loaded.tgt_text.encode(tgt), what=f"pair {number} target"))
+        found: list[WordAlignment | None] = [None] * len(chunk)
+        lengths_of = ([len(ids) for ids in src_ids], [len(ids) for ids in tgt_ids])
+        for rows in policy.batches(*lengths_of, max_sentences=batch_size):
+            with torch.inference_mode():
+                batch = collate([src_ids[i] for i in rows], [tgt_ids[i] for i in rows], rows)
+                weights = model.force_decode(batch.to(device)).cpu()  # [b, T+1, S+1]
+            for row, i in enumerate(rows):
+                src_pieces = loaded.src_text.id_to_piece(src_ids[i])
+                tgt_pieces = loaded.tgt_text.id_to_piece(tgt_ids[i])
+                found[i] = _word_alignment(weights[row], src_pieces, tgt_pieces, extract, threshold)
+            del weights
+        for item in found:
+            assert item is not None
+            yield item
+        offset += len(chunk)
 
 
 def _word_alignment(
@@ -266,6 +294,7 @@ def _alignments(
     limit: int | None,
     batch_size: int,
     device: str,
+    lengths: LengthPolicy | None = None,
 ) -> Iterator[WordAlignment]:
     """Load the model (and the reverse model) and align the pairs with ``method``."""
     from nmtkit.checkpoint import load_model
@@ -275,15 +304,23 @@ def _alignments(
     src_lines, tgt_lines = _lines(src_path, limit), _lines(tgt_path, limit)
     if reverse_model_path is None:
         return align_corpus(
-            forward, src_lines, tgt_lines, method=method, threshold=threshold, batch_size=batch_size
+            forward,
+            src_lines,
+            tgt_lines,
+            method=method,
+            threshold=threshold,
+            batch_size=batch_size,
+            lengths=lengths,
         )
     reverse = load_model(reverse_model_path, device=device)
     require_alignment(reverse, reverse_model_path)
     _check_directions(forward, reverse, reverse_model_path)
     # Each direction links every target word to its argmax source word; then they combine.
-    one_way = align_corpus(forward, src_lines, tgt_lines, batch_size=batch_size)
+    one_way = align_corpus(forward, src_lines, tgt_lines, batch_size=batch_size, lengths=lengths)
     back_lines, forth_lines = _lines(tgt_path, limit), _lines(src_path, limit)
-    other_way = align_corpus(reverse, back_lines, forth_lines, batch_size=batch_size)
+    other_way = align_corpus(
+        reverse, back_lines, forth_lines, batch_size=batch_size, lengths=lengths
+    )
     return symmetrize_corpus(one_way, other_way, method=method)
 
 
@@ -301,6 +338,7 @@ def align_files(
     batch_size: int = 64,
     device: str = "cpu",
     threads: int | None = None,
+    lengths: LengthPolicy | None = None,
 ) -> AlignReport:
     """Align a parallel corpus with a model (or two): Pharaoh lines or soft JSON, heatmaps, scores.
 
@@ -312,6 +350,8 @@ def align_files(
         output: what to write and where (default: Pharaoh lines on stdout).
         gold: score the links against this gold alignment (one line per pair).
         limit: only the first N pairs (and gold lines).
+        batch_size: the most pairs in a batch.
+        lengths: how long pairs are cut and batched (:func:`align_corpus`).
 
     Raises:
         DataError: missing files, different line counts, invalid UTF-8, a malformed gold.
@@ -331,6 +371,10 @@ def align_files(
         batch_size=batch_size,
     )
     _check_lines(src_path, tgt_path, gold)
+    if output.path is not None:
+        check_writable(output.path)  # before the model loads, so that no work is lost
+    if output.plot_dir is not None:
+        check_writable_dir(output.plot_dir)
     gold_links = gold.read()[:limit] if gold is not None else []
     if threads:
         torch.set_num_threads(threads)
@@ -344,6 +388,7 @@ def align_files(
         limit=limit,
         batch_size=batch_size,
         device=device,
+        lengths=lengths,
     )
     if output.plot_dir is not None:
         output.plot_dir.mkdir(parents=True, exist_ok=True)

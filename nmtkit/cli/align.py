@@ -84,7 +84,21 @@ def align(
         bool, typer.Option("--json", help="Print the scores as JSON on stdout.")
     ] = False,
     limit: Annotated[int | None, typer.Option(help="Only the first N pairs.")] = None,
-    batch_size: Annotated[int, typer.Option(help="Sentence pairs per batch.")] = 64,
+    batch_size: Annotated[int, typer.Option(help="Most sentence pairs per batch.")] = 64,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Most padded pieces per batch, pairs x (longest side + 1); a longer pair is "
+            "aligned alone \\[default: 8192]."
+        ),
+    ] = None,
+    max_source_len: Annotated[
+        int | None,
+        typer.Option(
+            help="Most pieces read of each side of a pair; a longer side is cut to it, with a "
+            "warning naming the pair; 0: no cap \\[default: 1024]."
+        ),
+    ] = None,
     device: Device = "cpu",
     threads: Threads = None,
     quiet: Quiet = False,
@@ -109,6 +123,9 @@ def align(
             raise ConfigError("--evaluate needs --gold, the file to score against")
         scores = score_alignment_file(evaluate, golden)
     else:
+        from nmtkit.search.decode import LengthPolicy  # imports torch: not for --evaluate
+
+        lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
         scores = align_files(
             _required(model, "--model"),
             _required(source, "--source"),
@@ -127,6 +144,7 @@ def align(
             batch_size=batch_size,
             device=device,
             threads=threads,
+            lengths=lengths,
         ).scores
     if scores is None:
         return

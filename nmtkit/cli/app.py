@@ -8,9 +8,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -18,7 +20,7 @@ import typer
 
 from nmtkit import __version__
 from nmtkit.console import console, setup_logging
-from nmtkit.errors import NmtkitError
+from nmtkit.errors import Interrupted, NmtkitError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -57,14 +59,16 @@ def user_errors(command: F) -> F:
 
     An NmtkitError exits with its own code; an operating-system error that no layer below
     named (a full disk, a permission, a missing device) exits 1 naming the file; Ctrl-C exits
-    130; a reader that closes the pipe (``| head``) ends the command quietly, with 141 as for
-    any Unix filter killed by SIGPIPE.
+    130 and SIGTERM 143 (``train`` saves first; the others delete their temporary files); a
+    reader that closes the pipe (``| head``) ends the command quietly, with 141 as for any Unix
+    filter killed by SIGPIPE.
     """
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with _sigterm_interrupts():
+                return command(*args, **kwargs)
         except NmtkitError as exc:
             _fail(str(exc))
             raise typer.Exit(exc.exit_code) from None
@@ -75,11 +79,38 @@ def user_errors(command: F) -> F:
             where = f"{exc.filename}: " if exc.filename else ""
             _fail(f"{where}{exc.strerror or exc}")
             raise typer.Exit(1) from None
+        except Interrupted as exc:
+            console.print(f"nmtkit: interrupted by {exc.args[0]}", markup=False)
+            raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             console.print("nmtkit: interrupted", markup=False)
             raise typer.Exit(130) from None
 
     return run  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Let SIGTERM interrupt a command as Ctrl-C does (``Interrupted``, exit 143), so that it
+    deletes its temporary files on the way out; ``train`` catches it itself, to save first. Left
+    alone outside the main thread and where SIGTERM is ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        if previous is not None:  # None: set outside Python, cannot be put back
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
 
 
 def _fail(message: str) -> None:

@@ -58,10 +58,17 @@ def preprocess(
     ] = False,
     lowercase: Annotated[bool, typer.Option(help="Lowercase all text.")] = False,
     min_len: Annotated[
-        int, typer.Option(help="Drop training pairs with fewer tokens on a side.")
+        int, typer.Option(help="Drop training pairs with fewer words on a side.")
     ] = 1,
     max_len: Annotated[
-        int, typer.Option(help="Drop training pairs with more tokens on a side.")
+        int, typer.Option(help="Drop training pairs with more words on a side.")
+    ] = 250,
+    max_pieces: Annotated[
+        int,
+        typer.Option(
+            help="Drop training pairs with more subword pieces on a side (EOS not counted); "
+            "cut validation and test sentences to it."
+        ),
     ] = 250,
     max_ratio: Annotated[
         float,
@@ -93,7 +100,13 @@ def preprocess(
             text=TextSettings(
                 normalize=normalize, moses_tokenize=moses_tokenize, lowercase=lowercase
             ),
-            clean=CleanSettings(min_len=min_len, max_len=max_len, max_ratio=max_ratio, dedup=dedup),
+            clean=CleanSettings(
+                min_len=min_len,
+                max_len=max_len,
+                max_ratio=max_ratio,
+                dedup=dedup,
+                max_pieces=max_pieces,
+            ),
             subword=subword,
             vocab_size=vocab_size,
             joint=joint,

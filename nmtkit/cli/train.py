@@ -56,10 +56,15 @@ def train(
         int | None, typer.Option(help="Random seed \\[default: the config's, 1].")
     ] = None,
     resume: Annotated[
-        bool, typer.Option(help="Continue the run saved in --save-dir exactly where it stopped.")
+        bool,
+        typer.Option(
+            help="Continue the run saved in --save-dir exactly where it stopped (a run that "
+            "ended has nothing to do unless you raise the limit it stopped at)."
+        ),
     ] = False,
     overwrite: Annotated[
-        bool, typer.Option(help="Start afresh even if --save-dir holds a run.")
+        bool,
+        typer.Option(help="Start afresh even if --save-dir holds a model, deleting its files."),
     ] = False,
     threads: Threads = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved config and exit.")] = False,
@@ -85,6 +90,8 @@ def train(
         typer.echo(dump_yaml(cfg), nl=False)
         return
     result = run_train(data_dir, save_dir, cfg, resume=resume, overwrite=overwrite)
+    if result.nothing_to_do:  # train logged why
+        return
     best = (
         f"best valid BLEU {result.best_bleu:.2f} at update {result.best_step}"
         if result.best_bleu is not None

@@ -91,7 +91,22 @@ def translate(
         ),
     ] = None,
     batch_size: Annotated[
-        int | None, typer.Option(help="Sentences per batch \\[default: the model's, 128].")
+        int | None,
+        typer.Option(help="Most sentences per batch \\[default: the model's, 128]."),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Most padded source pieces per batch, sentences x (longest + 1); a longer "
+            "sentence is translated alone \\[default: 8192]."
+        ),
+    ] = None,
+    max_source_len: Annotated[
+        int | None,
+        typer.Option(
+            help="Most source pieces read of a line; a longer one is cut to it, with a "
+            "warning naming the line; 0: no cap \\[default: 1024]."
+        ),
     ] = None,
     max_len_a: Annotated[
         float | None, typer.Option(help="Output cap a*|source|+b: a \\[default: the model's, 1.5].")
@@ -130,10 +145,14 @@ def translate(
     user_dir: UserDirs = None,
 ) -> None:
     """Translate raw text, one sentence a line, streaming from stdin to stdout."""
-    from nmtkit.translation.formats import open_translation_writer
-    from nmtkit.translation.translator import SearchOverrides, open_translator
+    from nmtkit.search.decode import LengthPolicy
+    from nmtkit.translation.formats import check_output, open_translation_writer
+    from nmtkit.translation.translator import SearchOverrides, check_options, open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
+    check_output(output, output_format)  # before the model loads and any input is read
+    check_options(chunk_size=chunk_size)
+    lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
     translator = open_translator(
         model,
         search=SearchOverrides(
@@ -156,6 +175,7 @@ def translate(
         device=device,
         threads=threads,
         precision=precision,
+        lengths=lengths,
     )
     with open_translation_writer(output, output_format) as write:
         for item in translator.translate_stream(input, chunk_size=chunk_size, prefix_path=prefix):

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -32,7 +31,14 @@ from nmtkit.data.text import (
     TextSettings,
 )
 from nmtkit.errors import DataError
-from nmtkit.files import atomic_write, count_lines
+from nmtkit.files import (
+    atomic_write,
+    check_writable_dir,
+    count_lines,
+    remove_stale_staging,
+    staging_path,
+    writing,
+)
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_NAME = "nmtkit-data"
@@ -41,6 +47,9 @@ DATASET_FORMAT = (
     "{prefix}.bin: .npy of token ids, uint16 if every id < 65535 else int32; "
     "{prefix}.idx: .npy of int64 offsets, length n+1; no BOS/EOS stored"
 )
+# The most pieces a sentence may have in a data dir whose manifest records no limit (written
+# before ``preprocess`` bounded pieces): far over any real sentence, far under what exhausts memory.
+UNRECORDED_MAX_PIECES = 1024
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -150,6 +159,10 @@ def load_manifest(data_dir: str | Path) -> dict[str, Any]:
         DataError: no manifest (not a data dir), or one this version cannot read.
     """
     path = Path(data_dir) / MANIFEST_NAME
+    if not Path(data_dir).exists():
+        raise DataError("no such data directory", where=str(data_dir))
+    if not Path(data_dir).is_dir():
+        raise DataError("is a file, not a data directory", where=str(data_dir))
     if not path.is_file():
         raise DataError(
             "not an nmtkit data directory, run nmtkit preprocess",
@@ -171,6 +184,13 @@ def load_manifest(data_dir: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def max_pieces(manifest: Mapping[str, Any]) -> int | None:
+    """The most pieces (EOS not counted) a sentence of the data dir may have, as ``preprocess``
+    recorded it (``config.clean.max_pieces``); None for a data dir written before it did."""
+    value = manifest.get("config", {}).get("clean", {}).get("max_pieces")
+    return None if value is None else int(value)
+
+
 def load_pipeline(data_dir: str | Path, lang: str) -> TextPipeline:
     """Build the ``TextPipeline`` that ``preprocess`` used for ``lang`` in ``data_dir``.
 
@@ -189,7 +209,8 @@ def check_destdir(destdir: Path, inputs: Sequence[str | Path]) -> None:
     """Check that ``destdir`` may be (re)placed: absent, empty or a data dir, holding no input.
 
     Raises:
-        DataError: ``destdir`` is a file, a folder of something else, or holds an input corpus.
+        DataError: ``destdir`` is a file, a folder of something else, or holds an input corpus,
+            or its folder cannot be written (made, if absent).
     """
     if destdir.exists() and not destdir.is_dir():
         raise DataError("exists and is not a folder", where=str(destdir))
@@ -203,24 +224,32 @@ def check_destdir(destdir: Path, inputs: Sequence[str | Path]) -> None:
     for path in inputs:
         if root in Path(path).resolve().parents:
             raise DataError("input corpus lies inside destdir", where=str(path))
+    check_writable_dir(destdir.parent)  # staged beside destdir: a file in the way, read-only
 
 
 @contextlib.contextmanager
 def staged_dir(destdir: Path) -> Iterator[Path]:
-    """Yield a fresh ``destdir.tmp-<random>`` beside ``destdir``; move it into place on success.
+    """Yield a fresh ``destdir.tmp-<host>-<pid>-<random>`` beside ``destdir``; move it into place
+    on success.
 
     An existing ``destdir`` is replaced only on success. On any exception, Ctrl-C included, the
-    staging folder is deleted and ``destdir`` is left as it was.
+    staging folder is deleted and ``destdir`` is left as it was. Staging folders of ``destdir``
+    left by a killed process are deleted first.
+
+    Raises:
+        DataError: an operating-system error while building it (a full disk), naming ``destdir``.
     """
     destdir = destdir.resolve()
     destdir.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(destdir)
     while True:
-        tmp = destdir.with_name(f"{destdir.name}.tmp-{secrets.token_hex(4)}")
+        tmp = staging_path(destdir)
         with contextlib.suppress(FileExistsError):
             tmp.mkdir()
             break
     try:
-        yield tmp
+        with writing(destdir):  # e.g. a full disk while building it: one error naming destdir
+            yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import sentencepiece as spm
 from rich.progress import Progress, TaskID
 from rich.table import Table
@@ -28,7 +30,7 @@ from nmtkit.data.datadir import (
 )
 from nmtkit.data.datadir import load_manifest as load_manifest  # re-exported: part of this API
 from nmtkit.data.datadir import load_pipeline as load_pipeline  # re-exported: part of this API
-from nmtkit.data.dataset import TokenDataset, write_dataset
+from nmtkit.data.dataset import TokenDataset, bin_path, idx_path, write_dataset
 from nmtkit.data.text import (
     CLEAN_REASONS,
     SPECIAL_PIECES,
@@ -59,8 +61,9 @@ class PreprocessConfig:
         src_lang: source language code; corpora are ``{pref}.{src_lang}`` (or ``.gz``).
         tgt_lang: target language code.
         trainpref: path prefix of the training corpus, e.g. ``corpora/train``.
-        validpref: path prefix of the validation corpus (kept whole, never cleaned).
-        testpref: path prefix of the test corpus (kept whole, never cleaned).
+        validpref: path prefix of the validation corpus (kept whole, never cleaned; a sentence
+            over ``clean.max_pieces`` pieces is cut to it).
+        testpref: path prefix of the test corpus (kept as the validation corpus is).
         destdir: the data dir to create (replaced only on success).
         text: text preparation before SentencePiece.
         clean: training-pair filters.
@@ -119,6 +122,8 @@ class SplitSummary:
         num_sentences: pairs written (after cleaning for train, after dropping invalid UTF-8).
         num_tokens: subword tokens per language.
         num_unk: UNK tokens per language.
+        num_cut: sentences cut to ``clean.max_pieces`` pieces, per language (validation and
+            test only: a training pair over it is dropped, and counted in ``clean_counts``).
     """
 
     name: str
@@ -126,11 +131,13 @@ class SplitSummary:
     num_sentences: int
     num_tokens: dict[str, int]
     num_unk: dict[str, int]
+    num_cut: dict[str, int]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PreprocessSummary:
-    """What ``preprocess`` wrote: per-split counts, cleaning counts by reason, vocabulary sizes."""
+    """What ``preprocess`` wrote: per-split counts, cleaning counts by reason, vocabulary sizes,
+    and the most pieces a sentence may have (``clean.max_pieces``)."""
 
     destdir: Path
     src_lang: str
@@ -139,6 +146,7 @@ class PreprocessSummary:
     clean_counts: dict[str, int]
     vocab_sizes: dict[str, int]
     seconds: float
+    max_pieces: int
 
 
 def preprocess(config: PreprocessConfig) -> PreprocessSummary:
@@ -147,7 +155,8 @@ def preprocess(config: PreprocessConfig) -> PreprocessSummary:
     Raises:
         ConfigError: a ``vocab_size`` below the number of distinct characters.
         DataError: a missing corpus, parallel files of different lengths, invalid UTF-8,
-            no training pairs left after cleaning, or a ``destdir`` that is not a data dir.
+            no training pairs left after cleaning (by words or by pieces), or a ``destdir``
+            that is not a data dir.
     """
     start = time.perf_counter()
     corpora = _resolve_corpora(config)
@@ -185,6 +194,7 @@ def preprocess(config: PreprocessConfig) -> PreprocessSummary:
         clean_counts=clean_counts,
         vocab_sizes=vocab_sizes,
         seconds=time.perf_counter() - start,
+        max_pieces=config.clean.max_pieces,
     )
     log.info("wrote %s in %.1f s", destdir, summary.seconds)
     return summary
@@ -227,10 +237,44 @@ def _preprocess_train(
     for lang in config.langs:
         processor = load_sentencepiece(models[lang], where=f"spm model for '{lang}'")
         task = bar.add_task(f"encode train.{lang}", total=count_lines(prepared[lang]))
-        write_dataset(tmp / f"train.{lang}", _encode_prepared(processor, prepared[lang], bar, task))
+        encoded = tmp / f"train.encoded.{lang}"
+        write_dataset(encoded, _encode_prepared(processor, prepared[lang], bar, task))
         prepared[lang].unlink()
+    clean_counts["too_many_pieces"] = _bound_train(config, tmp, corpora[0].path)
     log.info("binarized train")
     return clean_counts, models
+
+
+def _bound_train(config: PreprocessConfig, tmp: Path, corpus: str) -> int:
+    """Keep the encoded training pairs whose sides both have at most ``clean.max_pieces``
+    pieces as ``train.{lang}``; return how many pairs were dropped.
+
+    Raises:
+        DataError: no pair is short enough.
+    """
+    encoded = [tmp / f"train.encoded.{lang}" for lang in config.langs]
+    src, tgt = (TokenDataset(prefix) for prefix in encoded)
+    keep = np.flatnonzero(np.maximum(src.lengths, tgt.lengths) <= config.clean.max_pieces)
+    dropped = len(src) - keep.size
+    if keep.size == 0:
+        raise DataError(
+            f"no training pairs left after cleaning: every pair has a side of more than "
+            f"{config.clean.max_pieces} pieces",
+            where=corpus,
+            hint="check the corpus, or raise max_pieces",
+        )
+    for lang, prefix, dataset in zip(config.langs, encoded, (src, tgt), strict=True):
+        kept = tmp / f"train.{lang}"
+        if dropped:
+            write_dataset(kept, (dataset[int(i)] for i in keep))
+            bin_path(prefix).unlink()
+            idx_path(prefix).unlink()
+        else:
+            os.replace(bin_path(prefix), bin_path(kept))
+            os.replace(idx_path(prefix), idx_path(kept))
+    if dropped:
+        log.info("dropped %d training pairs over %d pieces", dropped, config.clean.max_pieces)
+    return int(dropped)
 
 
 def _clean_train(
@@ -340,7 +384,8 @@ def _preprocess_heldout(
     tmp: Path,
     bar: Progress,
 ) -> SplitSummary:
-    """Keep a validation or test split whole: write its raw lines, then binarize them."""
+    """Keep a validation or test split whole: write its raw lines, then binarize them, each
+    sentence cut to ``clean.max_pieces`` pieces (the raw lines stay whole, for BLEU)."""
     raw = {lang: tmp / f"{split}.raw.{lang}" for lang in config.langs}
     task = bar.add_task(f"read {split}", total=corpora[0].num_lines)
     with (
@@ -352,16 +397,29 @@ def _preprocess_heldout(
             if src is not None and tgt is not None:
                 src_out.write(f"{src}\n")
                 tgt_out.write(f"{tgt}\n")
+    num_cut: dict[str, int] = {}
     for lang in config.langs:
         task = bar.add_task(f"encode {split}.{lang}", total=corpora[0].num_lines)
-        write_dataset(tmp / f"{split}.{lang}", _encode_raw(pipelines[lang], raw[lang], bar, task))
-    summary = _summarize(tmp, split, corpora[0].num_lines, config.langs)
+        cut = _Cut(config.clean.max_pieces)
+        encoded = cut(_encode_raw(pipelines[lang], raw[lang], bar, task))
+        write_dataset(tmp / f"{split}.{lang}", encoded)
+        num_cut[lang] = cut.count
+    summary = _summarize(tmp, split, corpora[0].num_lines, config.langs, num_cut=num_cut)
     if summary.num_sentences < summary.num_lines:
         log.warning(
             "%s: dropped %d pairs with invalid UTF-8",
             split,
             summary.num_lines - summary.num_sentences,
         )
+    for lang, count in num_cut.items():
+        if count:
+            log.warning(
+                "%s.%s: cut %d sentences to %d pieces (--max-pieces)",
+                split,
+                lang,
+                count,
+                config.clean.max_pieces,
+            )
     log.info("binarized %s: %d sentences", split, summary.num_sentences)
     return summary
 
@@ -374,7 +432,29 @@ def _encode_raw(
         bar.advance(task)
 
 
-def _summarize(tmp: Path, split: str, num_lines: int, langs: tuple[str, str]) -> SplitSummary:
+class _Cut:
+    """Cut id sequences to ``limit`` ids, counting the sequences cut."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+
+    def __call__(self, sequences: Iterable[list[int]]) -> Iterator[list[int]]:
+        for ids in sequences:
+            if len(ids) > self.limit:
+                self.count += 1
+                ids = ids[: self.limit]
+            yield ids
+
+
+def _summarize(
+    tmp: Path,
+    split: str,
+    num_lines: int,
+    langs: tuple[str, str],
+    *,
+    num_cut: dict[str, int] | None = None,
+) -> SplitSummary:
     datasets = {lang: TokenDataset(tmp / f"{split}.{lang}") for lang in langs}
     return SplitSummary(
         name=split,
@@ -382,6 +462,7 @@ def _summarize(tmp: Path, split: str, num_lines: int, langs: tuple[str, str]) ->
         num_sentences=len(datasets[langs[0]]),
         num_tokens={lang: d.num_tokens for lang, d in datasets.items()},
         num_unk={lang: d.count(UNK_ID) for lang, d in datasets.items()},
+        num_cut=num_cut or dict.fromkeys(langs, 0),
     )
 
 
@@ -411,6 +492,12 @@ def summary_table(summary: PreprocessSummary) -> Table:
         for reason in CLEAN_REASONS
         if summary.clean_counts.get(reason)
     )
+    cut = "".join(
+        f"; {split.name} cut to {summary.max_pieces:,} pieces: "
+        + ", ".join(f"{lang} {n:,}" for lang, n in split.num_cut.items() if n)
+        for split in summary.splits
+        if any(split.num_cut.values())
+    )
     vocab = ", ".join(f"{lang} {size:,}" for lang, size in summary.vocab_sizes.items())
-    table.caption = f"train dropped: {dropped or 'none'}; vocabulary: {vocab}"
+    table.caption = f"train dropped: {dropped or 'none'}{cut}; vocabulary: {vocab}"
     return table

@@ -250,18 +250,31 @@ def train_sentencepiece(
     return writer.getvalue()
 
 
-CLEAN_REASONS = ("invalid_utf8", "empty", "too_short", "too_long", "ratio", "duplicate")
+CLEAN_REASONS = (
+    "invalid_utf8",
+    "empty",
+    "too_short",
+    "too_long",
+    "ratio",
+    "duplicate",
+    "too_many_pieces",
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CleanSettings:
-    """Training-pair filters of Moses ``clean-corpus-n.perl`` on whitespace tokens of prepared text.
+    """Training-pair filters: those of Moses ``clean-corpus-n.perl`` on whitespace tokens of
+    prepared text, and a bound on the SentencePiece pieces the model will see.
 
     Attributes:
         min_len: drop a pair with fewer tokens on either side (a side with none is "empty").
         max_len: drop a pair with more tokens on either side.
         max_ratio: drop a pair whose token counts differ by more than this factor, either way.
         dedup: drop exact repeats of a pair already kept.
+        max_pieces: drop a pair with more SentencePiece pieces on either side, EOS not counted
+            (checked after encoding: a long line without spaces is one token but many pieces).
+            Validation and test sentences are cut to it instead, so that they stay line-parallel
+            with their raw references.
 
     Raises:
         ConfigError: a bound below 1, or ``max_len`` below ``min_len``.
@@ -271,12 +284,15 @@ class CleanSettings:
     max_len: int = 250
     max_ratio: float = 9.0
     dedup: bool = False
+    max_pieces: int = 250
 
     def __post_init__(self) -> None:
         if self.min_len < 1:
             raise ConfigError("min_len must be at least 1", where="clean.min_len")
         if self.max_len < self.min_len:
             raise ConfigError("max_len must be at least min_len", where="clean.max_len")
+        if self.max_pieces < 1:
+            raise ConfigError("max_pieces must be at least 1", where="clean.max_pieces")
         if self.max_ratio < 1:
             raise ConfigError("max_ratio must be at least 1", where="clean.max_ratio")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import save_figure
+from nmtkit.files import check_writable, save_figure
 from nmtkit.scoring.metrics import MetricScore, score
 
 log = logging.getLogger(__name__)
@@ -193,7 +193,7 @@ def check_plot(path: str | Path) -> str:
 
     Raises:
         ConfigError: matplotlib is not installed, or the suffix is not a known format.
-        DataError: the folder to write into does not exist.
+        DataError: the folder to write into does not exist, or ``path`` cannot be written.
     """
     fmt = Path(path).suffix.lower().lstrip(".")
     if fmt not in _PLOT_FORMATS:
@@ -206,8 +206,9 @@ def check_plot(path: str | Path) -> str:
         raise ConfigError(
             "matplotlib is needed for --plot", hint="pip install nmtkit[plot]"
         ) from None
-    if not Path(path).parent.is_dir():
+    if not Path(path).parent.exists():
         raise DataError("no such folder to write the plot into", where=str(Path(path).parent))
+    check_writable(path)  # a file or folder in the way, a read-only place: before any scoring
     return fmt
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from nmtkit.checkpoint import Vocabulary
 from nmtkit.data.batching import batch_by_tokens, collate
-from nmtkit.data.datadir import load_manifest, load_pipeline
+from nmtkit.data.datadir import UNRECORDED_MAX_PIECES, load_manifest, load_pipeline, max_pieces
 from nmtkit.data.dataset import TokenDataset
 from nmtkit.data.text import TextPipeline
 from nmtkit.errors import DataError
@@ -59,17 +59,22 @@ class TrainingData:
         """Open a data directory written by ``nmtkit preprocess``.
 
         Raises:
-            DataError: not a data directory, or its files are missing or corrupt.
+            DataError: not a data directory, its files are missing or corrupt, or a sentence is
+                longer than the data dir's own limit (:func:`check_lengths`).
         """
         manifest = load_manifest(data_dir)
         settings = manifest["config"]
         src_lang, tgt_lang = settings["src_lang"], settings["tgt_lang"]
+        limit = max_pieces(manifest)
 
         def split(name: str) -> ParallelSplit:
-            return ParallelSplit(
+            pair = ParallelSplit(
                 src=TokenDataset(data_dir / f"{name}.{src_lang}"),
                 tgt=TokenDataset(data_dir / f"{name}.{tgt_lang}"),
             )
+            for dataset in (pair.src, pair.tgt):
+                check_lengths(dataset, limit, data_dir=data_dir)
+            return pair
 
         train = split("train")
         if len(train) == 0:
@@ -98,3 +103,31 @@ class TrainingData:
             valid_refs=refs,
             vocab=vocab,
         )
+
+
+def check_lengths(dataset: TokenDataset, limit: int | None, *, data_dir: Path) -> None:
+    """Refuse a dataset holding a sentence of more than ``limit`` pieces, the data dir's own
+    limit, or of more than ``UNRECORDED_MAX_PIECES`` when the data dir records none (``limit``
+    None: written before ``preprocess`` bounded pieces). The lengths come from the offsets, so
+    nothing but the ``.idx`` file is read.
+
+    Raises:
+        DataError: naming the data dir, the dataset, the sentence and the limit.
+    """
+    if len(dataset) == 0:
+        return
+    longest = int(np.argmax(dataset.lengths))
+    length = int(dataset.lengths[longest])
+    bound = UNRECORDED_MAX_PIECES if limit is None else limit
+    if length <= bound:
+        return
+    whose = (
+        f"this data dir's limit of {bound}"
+        if limit is not None
+        else f"{bound}, the most a data dir that records no --max-pieces may hold"
+    )
+    raise DataError(
+        f"sentence {longest + 1} of {dataset.prefix.name} has {length:,} pieces, over {whose}",
+        where=str(data_dir),
+        hint="rerun nmtkit preprocess: it drops longer training pairs (--max-pieces)",
+    )

@@ -1,5 +1,5 @@
-"""The training loop's small helpers: the update window behind log lines and progress, and a
-Ctrl-C that stops after the current update."""
+"""The training loop's small helpers: the update window behind log lines and progress, and the
+stop signals (Ctrl-C, SIGTERM) that end a run after the current update."""
 
 from __future__ import annotations
 
@@ -9,31 +9,54 @@ import threading
 import time
 from typing import Any
 
+from nmtkit.errors import Interrupted
+
 log = logging.getLogger(__name__)
 
+# SIGINT is Ctrl-C; SIGTERM is how schedulers (SLURM, Kubernetes, torchrun) stop a job.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-class CtrlC:
-    """The first Ctrl-C only sets ``pressed`` (the loop stops after the update); a second one
-    interrupts at once. Outside the main thread signals cannot be caught, and nothing changes."""
+
+def signal_name(signum: int) -> str:
+    """``Ctrl-C (SIGINT)`` or the signal's name, e.g. ``SIGTERM``."""
+    name = signal.Signals(signum).name
+    return f"Ctrl-C ({name})" if signum == signal.SIGINT else name
+
+
+class StopSignals:
+    """The first SIGINT or SIGTERM only sets ``signum`` (the loop stops after the update and
+    saves); a second one raises :class:`Interrupted` at once. Outside the main thread signals
+    cannot be caught, and nothing changes."""
 
     def __init__(self) -> None:
-        self.pressed = False
-        self._previous: Any = None
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def received(self) -> bool:
+        return self.signum is not None
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.pressed:
-            raise KeyboardInterrupt
-        self.pressed = True
-        log.warning("Ctrl-C: stopping after this update (press again to abort)")
+        if self.signum is not None:
+            log.warning("%s again: aborting without saving", signal_name(signum))
+            raise Interrupted(signum)
+        self.signum = signum
+        log.warning(
+            "%s: stopping after this update and saving (send it again to abort)",
+            signal_name(signum),
+        )
 
-    def __enter__(self) -> CtrlC:
+    def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, handler in self._previous.items():
+            if handler is not None:  # None: a handler not set from Python, which cannot be put back
+                signal.signal(signum, handler)
+        self._previous.clear()
 
 
 class Window:

@@ -1,4 +1,9 @@
-"""train(): updates, validation (loss and BLEU), early stopping, checkpoints and resume."""
+"""train(): updates, validation (loss and BLEU), early stopping, checkpoints and resume.
+
+A model directory that holds a model is never replaced without ``overwrite``; a resumed run that
+already ended (early stopping, or a limit it reached that the new config does not raise) has
+nothing to do.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +24,12 @@ from nmtkit.config import Config, TrainConfig, dump_yaml
 from nmtkit.console import progress
 from nmtkit.data.batching import epoch_batches
 from nmtkit.data.text import PAD_ID
-from nmtkit.errors import CheckpointError, unknown_name
-from nmtkit.files import atomic_write
+from nmtkit.errors import CheckpointError, Interrupted, unknown_name
+from nmtkit.files import atomic_write, check_writable_dir, remove_stale_temporaries, writing
 from nmtkit.models import Seq2Seq, build_model
 from nmtkit.runtime import autocast, resolve_precision, tune_allocator
 from nmtkit.training.data import TrainingData
-from nmtkit.training.loop import CtrlC, Window
+from nmtkit.training.loop import StopSignals, Window, signal_name
 from nmtkit.training.schedule import Schedule, build_schedule
 from nmtkit.training.validation import validation_bleu, validation_nll
 
@@ -42,6 +47,7 @@ class TrainResult:
     best_step: int | None
     stop_reason: str
     seconds: float
+    nothing_to_do: bool = False  # a resumed run that had already ended
 
 
 @dataclass(kw_only=True)
@@ -56,6 +62,7 @@ class RunState:
     bad_validations: int = 0
     validated_step: int = -1  # the step of the last validation
     seconds: float = 0.0  # training wall time so far, across resumes
+    stop_reason: str | None = None  # why the run ended; None while it runs or when interrupted
 
 
 def seed_everything(seed: int) -> None:
@@ -92,21 +99,21 @@ def train(
 ) -> TrainResult:
     """Train a model on a preprocessed data directory, writing checkpoints into ``model_dir``.
 
+    A resumed run that already ended returns at once (``nothing_to_do``) unless ``config``
+    raises the limit it stopped at.
+
     Raises:
-        DataError: ``data_dir`` is not a data directory.
-        CheckpointError: ``model_dir`` holds another run (and neither resume nor overwrite is
-            asked), or ``resume`` finds nothing to resume or a different model.
+        DataError: ``data_dir`` is not a data directory, or ``model_dir`` cannot be made or
+            written.
+        CheckpointError: ``model_dir`` holds a model (and neither resume nor overwrite is
+            asked), or ``resume`` finds no train state that loads, or a different model.
+        Interrupted: SIGINT or SIGTERM stopped the run, after it was saved.
     """
     data = TrainingData.load(Path(data_dir))
     model_dir = Path(model_dir)
-    state_path = model_dir / ckpt.TRAIN_STATE
-    if resume and not state_path.is_file():
-        raise CheckpointError("nothing to resume here", where=str(model_dir), hint="drop --resume")
-    if not resume and state_path.is_file() and not overwrite:
-        raise CheckpointError(
-            "already holds a training run", where=str(model_dir), hint="--resume or --overwrite"
-        )
-    model_dir.mkdir(parents=True, exist_ok=True)
+    _check_model_dir(model_dir, resume=resume, overwrite=overwrite)
+    check_writable_dir(model_dir)
+    remove_stale_temporaries(model_dir, [*ckpt.MODEL_FILES, ckpt.CONFIG])
     tune_allocator()
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
@@ -119,13 +126,58 @@ def train(
     )
     loop = TrainingLoop(data=data, model=model, config=config, model_dir=model_dir)
     if resume:
-        loop.restore(ckpt.load_train_state(state_path))
+        saved, _ = ckpt.load_latest_train_state(model_dir)
+        loop.restore(saved)
+        ended = loop.limit_reached()
+        if ended is not None:
+            log.info(
+                "nothing to do: the run in %s ended at step=%d by %s (to continue, %s)",
+                model_dir,
+                loop.state.step,
+                ended,
+                CONTINUE_HINTS[ended],
+            )
+            return loop.result(ended, nothing_to_do=True)
+        log.info("resuming at step=%d epoch=%d", loop.state.step, loop.state.epoch)
     else:
-        for name in (ckpt.METRICS, ckpt.LOG, ckpt.BEST, ckpt.LAST):
+        for name in (ckpt.METRICS, ckpt.LOG, *ckpt.MODEL_FILES):
             (model_dir / name).unlink(missing_ok=True)
     with atomic_write(model_dir / ckpt.CONFIG) as stream:
         stream.write(dump_yaml(config))
     return loop.run()
+
+
+CONTINUE_HINTS = {
+    "early_stopping": "raise train.patience, or set it to 0",
+    "max_updates": "raise --max-updates",
+    "max_epochs": "raise --max-epochs",
+    "time_budget": "raise --time-budget",
+}
+
+
+def _check_model_dir(model_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse to replace a model without ``overwrite``, and to resume without a train state.
+
+    Raises:
+        CheckpointError: naming the directory, what it holds and what to do.
+    """
+    held = [name for name in ckpt.MODEL_FILES if (model_dir / name).is_file()]
+    if resume:
+        if ckpt.TRAIN_STATE in held or ckpt.TRAIN_STATE_PREV in held:
+            return
+        if held:
+            raise CheckpointError(
+                f"holds {', '.join(held)} but no {ckpt.TRAIN_STATE}, so the run cannot be resumed",
+                where=str(model_dir),
+                hint="its checkpoints still translate; --overwrite instead trains afresh",
+            )
+        raise CheckpointError("nothing to resume here", where=str(model_dir), hint="drop --resume")
+    if held and not overwrite:
+        raise CheckpointError(
+            f"already holds a training run ({', '.join(held)})",
+            where=str(model_dir),
+            hint="--resume to continue it, --overwrite to replace it",
+        )
 
 
 class TrainingLoop:
@@ -137,17 +189,12 @@ class TrainingLoop:
         self.data, self.model, self.config, self.model_dir = data, model, config, model_dir
         self.train_config = config.train
         self.device = next(model.parameters()).device
-        log.info(
-            "precision: train %s, validation search %s",
-            resolve_precision(config.train.precision, self.device),
-            resolve_precision(config.search.precision, self.device),
-        )
         self.optimizer = build_optimizer(config.train, model)
         self.schedule: Schedule = build_schedule(config.train)
         self.state = RunState()
         self.tgt_text = data.tgt_text
         self._log_file = model_dir / ckpt.LOG
-        self._ctrl_c = CtrlC()
+        self._stop = StopSignals()
 
     # ------------------------------------------------------------------ state and resume
 
@@ -185,7 +232,44 @@ class TrainingLoop:
         self.state = RunState(**saved["run"])
         torch.set_rng_state(saved["rng"])
         random.setstate((3, tuple(saved["py_rng"]), None))
-        log.info("resuming at step=%d epoch=%d", self.state.step, self.state.epoch)
+        self._keep_newer_best()
+
+    def _keep_newer_best(self) -> None:
+        """Make sure a worse model never replaces ``best.pt``: a run killed while saving, or
+        resumed from ``train_state.prev.pt``, can have a ``best.pt`` newer than its state."""
+        recorded = ckpt.recorded_score(self.model_dir / ckpt.BEST)
+        if recorded is None:
+            return
+        step, bleu = recorded
+        if bleu is None or step <= self.state.step:
+            return
+        if self.state.best_bleu is None or bleu > self.state.best_bleu:
+            log.warning(
+                "%s (step=%d, BLEU %.2f) is newer than the saved run (step=%d); keeping it as "
+                "the best so far",
+                ckpt.BEST,
+                step,
+                bleu,
+                self.state.step,
+            )
+            self.state.best_bleu, self.state.best_step = bleu, step
+
+    def limit_reached(self) -> str | None:
+        """For a restored run that ended (not one interrupted): the stopping rule it still meets
+        under this config, the one it stopped by first; None if a raised limit lets it go on."""
+        cfg, state = self.train_config, self.state
+        if state.stop_reason is None:
+            return None
+        met = {
+            "early_stopping": self.data.valid is not None
+            and cfg.patience > 0
+            and state.bad_validations >= cfg.patience,
+            "max_updates": cfg.max_updates is not None and state.step >= cfg.max_updates,
+            "max_epochs": cfg.max_epochs is not None and state.epoch > cfg.max_epochs,
+            "time_budget": cfg.time_budget is not None and state.seconds >= cfg.time_budget * 60,
+        }
+        order = [state.stop_reason, *met] if state.stop_reason in met else list(met)
+        return next((reason for reason in order if met[reason]), None)
 
     def save(self, *, best: bool = False) -> None:
         paths = [self.model_dir / ckpt.LAST] + ([self.model_dir / ckpt.BEST] if best else [])
@@ -203,24 +287,42 @@ class TrainingLoop:
     # ------------------------------------------------------------------------ the loop
 
     def run(self) -> TrainResult:
-        """Train until a stopping rule fires; Ctrl-C finishes the update, saves, and re-raises."""
+        """Train until a stopping rule fires. A stop signal (Ctrl-C, SIGTERM) finishes the
+        update, saves, and raises :class:`Interrupted`; a second one aborts at once."""
+        log.info(
+            "precision: train %s, validation search %s",
+            resolve_precision(self.config.train.precision, self.device),
+            resolve_precision(self.config.search.precision, self.device),
+        )
         started = time.monotonic() - self.state.seconds
-        with self._ctrl_c:
+        self.state.stop_reason = None
+        with self._stop:  # also over the closing validation and save: a signal there waits
             reason = self._epochs(started)
-        self.state.seconds = time.monotonic() - started
-        if reason == "interrupted":
-            self.save()
-            log.warning("interrupted at step=%d: saved %s", self.state.step, self.model_dir)
-            raise KeyboardInterrupt
-        if self.state.validated_step != self.state.step and self.data.valid is not None:
-            self.validate(final=True)
-        self.save(best=self.data.valid is None)
+            self.state.seconds = time.monotonic() - started
+            if reason == "interrupted":
+                self.save()
+                signum = self._stop.signum
+                assert signum is not None
+                log.warning(
+                    "interrupted by %s at step=%d: saved %s (continue with --resume)",
+                    signal_name(signum),
+                    self.state.step,
+                    self.model_dir,
+                )
+                raise Interrupted(signum)
+            if self.state.validated_step != self.state.step and self.data.valid is not None:
+                self.validate(final=True)
+            self.state.stop_reason = reason
+            self.save(best=self.data.valid is None)
         log.info(
             "stopped: %s; best val_bleu=%s at step=%s",
             reason,
             self.state.best_bleu,
             self.state.best_step,
         )
+        return self.result(reason)
+
+    def result(self, reason: str, *, nothing_to_do: bool = False) -> TrainResult:
         return TrainResult(
             model_dir=self.model_dir,
             steps=self.state.step,
@@ -229,6 +331,7 @@ class TrainingLoop:
             best_step=self.state.best_step,
             stop_reason=reason,
             seconds=self.state.seconds,
+            nothing_to_do=nothing_to_do,
         )
 
     def _epoch_fraction(self) -> float:
@@ -306,7 +409,7 @@ class TrainingLoop:
     def _stop_reason(self, started: float, *, validate: bool) -> str | None:
         cfg = self.train_config
         self.state.seconds = time.monotonic() - started
-        if self._ctrl_c.pressed:
+        if self._stop.received:
             return "interrupted"
         if validate and self.data.valid is not None and self.validate():
             return "early_stopping"
@@ -319,13 +422,15 @@ class TrainingLoop:
     # --------------------------------------------------------------------- reporting
 
     def _write_metrics(self, record: dict[str, Any]) -> None:
-        with open(self.model_dir / ckpt.METRICS, "a", encoding="utf-8") as stream:
-            stream.write(json.dumps(record) + "\n")
         line = " ".join(
             f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()
         )
-        with open(self._log_file, "a", encoding="utf-8") as stream:
-            stream.write(line + "\n")
+        for path, text in (
+            (self.model_dir / ckpt.METRICS, json.dumps(record)),
+            (self._log_file, line),
+        ):
+            with writing(path), open(path, "a", encoding="utf-8") as stream:
+                stream.write(text + "\n")
         log.info("%s", line)
 
     def _log_train(self, window: Window) -> None:

@@ -11,7 +11,7 @@ from typing import IO
 from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.errors import unknown_name
-from nmtkit.files import atomic_write
+from nmtkit.files import atomic_write, check_writable
 from nmtkit.translation.translator import Translation
 
 
@@ -50,6 +50,19 @@ FORMATS: dict[str, Callable[[Translation], str]] = {
     "nbest": format_nbest,
     "jsonl": format_jsonl,
 }
+
+
+def check_output(path: str, fmt: str) -> None:
+    """Check ``translate``'s output before the model loads: a known format, and a ``path``
+    ('-' is stdout) that can be written, so that no work is lost to a bad one.
+
+    Raises:
+        ConfigError: unknown format.
+        DataError: ``path`` cannot be written (a missing folder, a folder, a read-only place).
+    """
+    if fmt not in FORMATS:
+        raise unknown_name("output format", fmt, FORMATS)
+    check_writable(path)
 
 
 @contextlib.contextmanager

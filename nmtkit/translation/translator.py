@@ -1,7 +1,8 @@
 """Translator: raw lines in, detokenized translations out, streamed in chunks.
 
-Each chunk is sorted by length, cut into batches, searched, and written back in input order,
-so that a pipe or an interactive session sees each chunk as soon as it is done.
+Each chunk is sorted by length, cut into batches under a token budget, searched, and written
+back in input order, so that a pipe or an interactive session sees each chunk as soon as it is
+done. Long lines follow the one :class:`~nmtkit.search.decode.LengthPolicy`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from pathlib import Path
 
 import torch
 
+from nmtkit import registry
 from nmtkit.alignment.links import Link, argmax_links, piece_weights_to_words
 from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import read_lines
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.runtime import resolve_precision, tune_allocator
-from nmtkit.search.decode import build_strategy, decode_sequences
+from nmtkit.search.decode import LengthPolicy, build_strategy, decode_sequences
 from nmtkit.search.overrides import (
     SearchOverrides,
     describe_search,
@@ -65,6 +67,11 @@ class Translator:
         precision: of the matrix products, ``fp32``, ``bf16`` or ``auto``
             (:func:`nmtkit.runtime.resolve_precision`); the model's ``search.precision`` when
             None.
+        lengths: how long lines are cut and batched; the defaults of :class:`LengthPolicy`
+            when None.
+
+    Raises:
+        ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`).
     """
 
     def __init__(
@@ -78,7 +85,9 @@ class Translator:
         nbest: int = 1,
         with_alignment: bool = False,
         precision: str | None = None,
+        lengths: LengthPolicy | None = None,
     ) -> None:
+        check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
         search = loaded.config.search
         self.loaded = loaded
         self.strategy = strategy or build_strategy(search.strategy)
@@ -86,8 +95,15 @@ class Translator:
         self.max_len_a = search.max_len_a if max_len_a is None else max_len_a
         self.max_len_b = search.max_len_b if max_len_b is None else max_len_b
         self.nbest = nbest
-        self.with_alignment = with_alignment
-        self.max_src_len = loaded.vocab.max_src_len
+        attention = loaded.config.model.attention.name
+        aligns = registry.get("attention", attention).aligns
+        if with_alignment and not aligns:
+            log.warning(
+                "the model's attention %r is not an alignment: no word alignments (null in jsonl)",
+                attention,
+            )
+        self.with_alignment = with_alignment and aligns
+        self.lengths = lengths or LengthPolicy()
         device = next(loaded.model.parameters()).device
         self.precision = resolve_precision(precision or search.precision, device)
 
@@ -106,9 +122,11 @@ class Translator:
                 whole input is read before translating, to check that the line counts match.
 
         Raises:
+            ConfigError: a chunk size below 1.
             DataError: the input or prefix file is missing or not valid UTF-8 (naming the line),
                 or the prefix file's line count is not the input's.
         """
+        check_options(chunk_size=chunk_size)
         if chunk_size is None:
             chunk_size = 1 if str(path) == "-" and sys.stdin.isatty() else 1000
         lines: Iterable[str] = (line or "" for line in read_lines(path))
@@ -140,7 +158,11 @@ class Translator:
         """Translate ``lines`` in chunks of ``chunk_size``, yielding results in input order.
 
         ``prefixes`` gives each line's target prefix as raw text ('' for none), line for line.
+
+        Raises:
+            ConfigError: a chunk size below 1.
         """
+        check_options(chunk_size=chunk_size)
         pairs: Iterable[tuple[str, str]] = (
             ((line, "") for line in lines)
             if prefixes is None
@@ -167,17 +189,12 @@ class Translator:
         """Translate one chunk of lines numbered from ``offset``, each starting with its
         ``prefixes`` entry (raw target text, '' for none); an empty line stays empty."""
         src_text = self.loaded.src_text
-        ids = [src_text.encode(line) if line.strip() else [] for line in lines]
-        for number, seq in enumerate(ids, start=offset + 1):
-            if len(seq) > self.max_src_len:
-                log.warning(
-                    "input line %d has %d pieces, over the model's %d: translating the first %d",
-                    number,
-                    len(seq),
-                    self.max_src_len,
-                    self.max_src_len,
-                )
-        ids = [seq[: self.max_src_len] for seq in ids]
+        ids = [
+            self.lengths.cut(src_text.encode(line), what=f"input line {number}")
+            if line.strip()
+            else []
+            for number, line in enumerate(lines, start=offset + 1)
+        ]
         pieces = [src_text.id_to_piece(seq) for seq in ids]
         busy = [i for i, seq in enumerate(ids) if seq]
         prefix_ids = self._encode_prefixes(prefixes)
@@ -188,6 +205,7 @@ class Translator:
             batch_size=self.batch_size,
             max_len_a=self.max_len_a,
             max_len_b=self.max_len_b,
+            max_tokens=self.lengths.max_tokens,
             with_weights=self.with_alignment,
             prefixes=None if prefix_ids is None else [prefix_ids[i] for i in busy],
             precision=self.precision,
@@ -232,16 +250,17 @@ def open_translator(
     device: str = "cpu",
     threads: int | None = None,
     precision: str | None = None,
+    lengths: LengthPolicy | None = None,
 ) -> Translator:
     """Load a model and set up its translator; None keeps the model's own search settings.
 
     Raises:
         CheckpointError: ``model_path`` holds no usable checkpoint.
         ConfigError: ``nbest`` above the beam size or number of samples, a batch size below 1,
-            or search overrides that conflict or are out of range (:func:`resolve_search`).
+            a negative output cap, or search overrides that conflict or are out of range
+            (:func:`resolve_search`).
     """
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
+    check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
     if threads:
         torch.set_num_threads(threads)
     tune_allocator()
@@ -262,9 +281,30 @@ def open_translator(
         nbest=nbest,
         with_alignment=with_alignment,
         precision=precision,
+        lengths=lengths,
     )
     log.info("search: %s", describe_search(spec, precision=translator.precision))
     return translator
+
+
+def check_options(
+    *,
+    batch_size: int | None = None,
+    max_len_a: float | None = None,
+    max_len_b: int | None = None,
+    chunk_size: int | None = None,
+) -> None:
+    """Reject translation options out of range (None: not given), naming their flags.
+
+    Raises:
+        ConfigError: a batch or chunk size below 1, or a negative ``max_len_a`` or ``max_len_b``.
+    """
+    for flag, value in (("--batch-size", batch_size), ("--chunk-size", chunk_size)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} must be at least 1, got {value}")
+    for flag, bound in (("--max-len-a", max_len_a), ("--max-len-b", max_len_b)):
+        if bound is not None and bound < 0:
+            raise ConfigError(f"{flag} must be 0 or more, got {bound}")
 
 
 def word_links(

@@ -287,3 +287,17 @@ def test_a_model_without_attention_cannot_align(
         result, 2, f"model {fixed_context_model}", "attention 'none'", "not an alignment"
     )
     assert result.stdout == "" and not out.exists()
+
+
+def test_jsonl_translations_of_a_model_without_attention_carry_no_alignment(
+    cli: Invoke, fixed_context_model: Path
+) -> None:
+    result = cli(
+        ["translate", "-m", str(fixed_context_model), "--output-format", "jsonl", "--greedy"],
+        input="a b c\n",
+    )
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["alignment"] is None
+    assert all(item["alignment"] is None for item in record["nbest"])
+    assert "not an alignment" in " ".join(result.stderr.split())

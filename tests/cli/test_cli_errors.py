@@ -388,18 +388,19 @@ def test_empty_training_set_after_cleaning_is_an_error_naming_the_corpus(
 # ------------------------------------------------------------------------------ long input
 
 
-def test_translate_truncates_an_overlong_line_with_a_warning(
+def test_translate_cuts_a_line_over_max_source_len_with_a_warning(
     cli: Invoke, model_dir: Path, val_pairs: tuple[list[str], list[str]]
 ) -> None:
     long_line = " ".join(val_pairs[0][:40])
     lines = [val_pairs[0][0], long_line, ""]
-    result = cli(["translate", "-m", str(model_dir)], input="".join(f"{x}\n" for x in lines))
+    args = ["translate", "-m", str(model_dir), "--max-source-len", "100"]
+    result = cli(args, input="".join(f"{x}\n" for x in lines))
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
     assert len(result.stdout.split("\n")[:-1]) == 3
     warning = " ".join(result.stderr.split())
     assert "WARNING" in warning and "input line 2" in warning
-    assert "translating the first" in warning
+    assert "over --max-source-len 100: reading only the first 100" in warning
     assert "input line 1 " not in warning
 
 
@@ -428,6 +429,46 @@ def test_train_into_a_dir_holding_a_run_is_refused_and_leaves_it_alone(
     error = assert_user_error(result, 1, "model", "already holds a training run")
     assert "--resume" in error and "--overwrite" in error
     assert {p.name: p.read_bytes() for p in save_dir.iterdir()} == before
+
+
+def test_train_into_a_save_dir_under_a_file_fails_before_any_work(
+    cli: Invoke, preprocessed: Run, tmp_path: Path
+) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    save_dir = tmp_path / "file" / "model"
+    args = ["train", str(preprocessed.path), "-o", str(save_dir), "--preset", "tiny"]
+    error = assert_user_error(cli(args), 1, str(save_dir), "cannot make this folder")
+    assert error.endswith(f"{tmp_path / 'file'} is a file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_translate_refuses_a_damaged_checkpoint_in_one_line(
+    cli: Invoke, model_dir: Path, tmp_path: Path
+) -> None:
+    damaged = Path(shutil.copy(model_dir / "best.pt", tmp_path / "best.pt"))
+    weight = torch.load(damaged, weights_only=True)["model"]["src_embed.weight"]
+    data = bytearray(damaged.read_bytes())
+    offset = bytes(data).find(weight.numpy().tobytes()[:64])
+    data[offset + 41] ^= 0x7F  # one byte of a weight, as a failing disk would change it
+    damaged.write_bytes(bytes(data))
+    result = cli(["translate", "-m", str(damaged)], input="A dog.\n")
+    assert_user_error(result, 1, f"{damaged}: damaged: its contents do not match the checksum")
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["translate", "align"])
+def test_a_device_this_torch_lacks_is_one_usage_error_line(
+    cli: Invoke, model_dir: Path, corpus_dir: Path, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: False)  # a CPU-only build
+    src, tgt = str(corpus_dir / "valid.en"), str(corpus_dir / "valid.de")
+    args = ["-m", str(model_dir), "--device", "cuda"]
+    if command == "translate":
+        result = cli(["translate", *args], input="A dog.\n")
+    else:
+        result = cli(["align", *args, "--source", src, "--target", tgt])
+    assert_user_error(result, 2, "--device cuda: this torch build has no CUDA")
+    assert result.stdout == ""
 
 
 # ------------------------------------------------------------------------------ usage

@@ -1,4 +1,4 @@
-"""Ctrl-C during training saves the run, and --resume carries on from it."""
+"""Ctrl-C or a scheduler's SIGTERM during training saves the run, and --resume carries on."""
 
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ pytestmark = pytest.mark.slow
 NMTKIT = [sys.executable, "-m", "nmtkit"]
 
 
-def test_ctrl_c_saves_the_last_checkpoint_and_resume_continues(
-    reverse_data: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["INT", "TERM"]
+)
+def test_a_stop_signal_saves_the_last_checkpoint_and_resume_continues(
+    reverse_data: Path, tmp_path: Path, signum: int, exit_code: int
 ) -> None:
     model_dir = tmp_path / "model"
     command = [
@@ -41,10 +44,10 @@ def test_ctrl_c_saves_the_last_checkpoint_and_resume_continues(
     while not (metrics.is_file() and len(metrics.read_text().splitlines()) >= 3):
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130
-    assert "Traceback" not in stderr and "interrupted" in stderr
+    assert process.returncode == exit_code, stderr
+    assert "Traceback" not in stderr and f"interrupted by {signal.Signals(signum).name}" in stderr
     assert (model_dir / "last.pt").is_file() and (model_dir / "train_state.pt").is_file()
 
     steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]

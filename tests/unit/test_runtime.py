@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -10,7 +11,13 @@ import torch
 from nmtkit import runtime
 from nmtkit.config import load_config
 from nmtkit.errors import ConfigError
-from nmtkit.runtime import autocast, native_bf16, resolve_precision, tune_allocator
+from nmtkit.runtime import (
+    autocast,
+    native_bf16,
+    resolve_device,
+    resolve_precision,
+    tune_allocator,
+)
 
 
 def test_auto_follows_the_cpu_and_explicit_choices_stay() -> None:
@@ -85,3 +92,56 @@ def test_tune_allocator_does_nothing_without_mallopt(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(runtime.ctypes, "CDLL", lambda name: SimpleNamespace())  # e.g. musl
     monkeypatch.delenv("NMTKIT_MALLOC", raising=False)
     assert tune_allocator() is False
+
+
+# ------------------------------------------------------------------------------ devices
+
+
+def fake_cuda(monkeypatch: pytest.MonkeyPatch, *, built: bool, gpus: int) -> None:
+    """Make this torch look like a build with or without CUDA and ``gpus`` visible GPUs."""
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: built)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: built and gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus if built else 0)
+
+
+def test_resolve_device_keeps_the_cpu() -> None:
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    ("name", "built", "gpus", "message"),
+    [
+        ("gpu", True, 1, "--device gpu: unknown device; choose from cpu, cuda, cuda:N, mps, xpu"),
+        ("cuda:x", True, 1, "--device cuda:x: unknown device; choose from cpu, cuda, cuda:N"),
+        ("meta", True, 1, "--device meta: unsupported device type; choose from cpu, cuda"),
+        ("cuda", False, 0, "--device cuda: this torch build has no CUDA (install a torch build"),
+        ("cuda", True, 0, "--device cuda: no CUDA GPU is visible (check the driver and"),
+        ("cuda:3", True, 1, "--device cuda:3: only 1 GPU here (cuda:0)"),
+        ("cuda:2", True, 2, "--device cuda:2: only 2 GPUs here (cuda:0 to cuda:1)"),
+    ],
+)
+def test_resolve_device_names_what_is_missing_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, name: str, built: bool, gpus: int, message: str
+) -> None:
+    fake_cuda(monkeypatch, built=built, gpus=gpus)
+    with pytest.raises(ConfigError) as caught:
+        resolve_device(name)
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+def test_resolve_device_accepts_a_gpu_that_is_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cuda(monkeypatch, built=True, gpus=2)
+    assert resolve_device("cuda:1") == torch.device("cuda:1")
+    assert resolve_device("cuda") == torch.device("cuda")
+
+
+def test_load_model_checks_the_device_before_reading_anything(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from nmtkit.checkpoint import load_model
+
+    fake_cuda(monkeypatch, built=False, gpus=0)
+    with pytest.raises(ConfigError, match="--device cuda: this torch build has no CUDA"):
+        load_model(tmp_path / "absent", device="cuda")

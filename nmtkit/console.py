@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 from rich.console import Console
 from rich.logging import RichHandler
@@ -24,8 +25,15 @@ def setup_logging(*, verbosity: int = 0, quiet: bool = False) -> None:
     global _quiet
     _quiet = quiet
     level = logging.WARNING if quiet else logging.DEBUG if verbosity > 0 else logging.INFO
-    handler = RichHandler(console=console, show_path=False, show_time=True, markup=False)
-    handler.setFormatter(logging.Formatter("%(message)s", datefmt="[%X]"))
+    handler: logging.Handler
+    if console.is_terminal:
+        handler = RichHandler(console=console, show_path=False, show_time=True, markup=False)
+        handler.setFormatter(logging.Formatter("%(message)s", datefmt="[%X]"))
+    else:  # a file or a pipe (a scheduler's log): one unwrapped, greppable line per record
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(
+            logging.Formatter("[%(asctime)s] %(levelname)s %(message)s", datefmt="%X")
+        )
     root = logging.getLogger("nmtkit")
     root.handlers[:] = [handler]
     root.setLevel(level)

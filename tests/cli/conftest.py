@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.cli.runs import NUM_TRAIN, NUM_UPDATES, NUM_VALID, Invoke, Run, invoke
-
-
-@pytest.fixture(scope="package", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Run the tiny models on one thread: on shared cores, two threads contend and crawl."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

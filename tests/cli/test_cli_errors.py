@@ -482,6 +482,12 @@ def test_a_device_this_torch_lacks_is_one_usage_error_line(
         (["--beam", "0"], "--beam"),
         (["--batch-size", "0"], "--batch-size"),
         (["--batch-size", "-1"], "--batch-size"),
+        (["--chunk-size", "0"], "--chunk-size must be at least 1, got 0"),
+        (["--chunk-size", "-5"], "--chunk-size"),
+        (["--max-len-a", "-0.5"], "--max-len-a must be 0 or more"),
+        (["--max-len-b", "-1"], "--max-len-b must be 0 or more"),
+        (["--max-source-len", "-1"], "--max-source-len"),
+        (["--max-tokens", "0"], "--max-tokens"),
     ],
 )
 def test_translate_rejects_bad_options_with_exit_2(

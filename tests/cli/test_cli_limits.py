@@ -127,25 +127,6 @@ def test_align_cuts_a_long_pair_with_a_warning_naming_it(
 
 @pytest.mark.parametrize(
     ("extra", "fragment"),
-    [
-        (["--chunk-size", "0"], "--chunk-size must be at least 1, got 0"),
-        (["--chunk-size", "-5"], "--chunk-size"),
-        (["--max-len-a", "-0.5"], "--max-len-a must be 0 or more"),
-        (["--max-len-b", "-1"], "--max-len-b must be 0 or more"),
-        (["--max-source-len", "-1"], "--max-source-len"),
-        (["--max-tokens", "0"], "--max-tokens"),
-    ],
-)
-def test_translate_rejects_options_out_of_range_with_exit_2(
-    cli: Invoke, model_dir: Path, extra: list[str], fragment: str
-) -> None:
-    result = cli(["translate", "-m", str(model_dir), *extra], input="A dog.\n")
-    assert_user_error(result, 2, fragment)
-    assert result.stdout == ""
-
-
-@pytest.mark.parametrize(
-    ("extra", "fragment"),
     [(["--max-source-len", "-1"], "--max-source-len"), (["--max-tokens", "0"], "--max-tokens")],
 )
 def test_align_rejects_length_bounds_out_of_range_with_exit_2(

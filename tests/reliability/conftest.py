@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.cli.runs import invoke
 from tests.reliability.checks import Mounts
@@ -18,15 +17,6 @@ from tests.toy_corpora import preprocess_toy, reverse_pairs
 NUM_TRAIN = 300  # reverse-task training pairs: a few batches of the tiny preset
 NUM_VALID = 20
 NUM_UPDATES = 10  # updates of the shared model, validated once at the end
-
-
-@pytest.fixture(scope="package", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """Run the tiny models on one thread: on shared cores, two threads contend and crawl."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align figures clean
+.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align bench-distributed bench-scale figures clean
 
 install: $(STAMP)
 
@@ -50,8 +50,14 @@ bench-figure2: install  # ~35 min: RNNencdec vs RNNsearch, BLEU by sentence leng
 figures: install        # ~45 min: remakes docs/figures/ (Figure 2, attention heatmaps, training curves)
 	$(RUN) benchmarks/figures.sh
 
+bench-distributed: install  # ~7 min: training tok/s under torchrun, 1 vs 2 processes of 1 thread
+	$(RUN) benchmarks/distributed.sh
+
 bench-align: install    # ~35 min: attention alignments vs eflomal, AER on the Hansards gold
 	PYTHON="$(CURDIR)/$(BIN)/python" $(RUN) benchmarks/alignment.sh
+
+bench-scale: install    # ~30 min: preprocess 300k and 3M pairs, training start-up, a 1M-line translate stream
+	$(RUN) benchmarks/scale.sh
 
 bench: bench-speed bench-quality
 

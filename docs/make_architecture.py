@@ -247,7 +247,8 @@ align       sentence pairs ─Seq2Seq.force_decode─> attention ─merge_to_wor
 | --- | --- |
 | `data/text.py` | `TextPipeline`: Moses punctuation normalization → optional Moses tokenization → optional lowercasing → SentencePiece; `decode` drops PAD/BOS/EOS and undoes Moses tokenization. Special ids PAD 0, UNK 1, BOS 2, EOS 3. Cleaning filters. |
 | `data/preprocess.py`, `data/datadir.py` | `preprocess()`: clean, learn SentencePiece, binarize; builds the data dir in a staging folder and renames it into place. |
-| `data/dataset.py` | `TokenDataset`: memory-mapped `.bin`/`.idx` reader; `write_dataset`. |
+| `data/trainset.py`, `data/workers.py`, `data/dedup.py` | The training split in bounded memory: chunks prepared, cleaned and encoded in `--workers` spawned processes, in corpus order; SentencePiece learned from a seeded sample of pairs; duplicates found by 64-bit digests. |
+| `data/dataset.py` | `TokenDataset`: memory-mapped `.bin`/`.idx` reader; `write_dataset`, `write_chunks`. |
 | `data/batching.py` | `batch_by_tokens`, `epoch_batches`, `collate` → `Batch`. |
 | `registry.py` | contracts, exchanged values, `register`/`get`/`names`, plugin discovery. |
 | `models/` | `Seq2Seq` and the built-in encoders (`models/encoders/`), attention scorers (`models/attention/`) and decoder. |
@@ -419,6 +420,16 @@ count validations without improvement.
   (`nmtkit/checkpoint.py`), so a damaged file is refused on load and `--resume` falls back to the
   previous state. SIGINT and SIGTERM (`StopSignals` in `nmtkit/training/loop.py`) stop the run
   after the current update and save it; the CLI exits with 128 + the signal's number.
+- Data-parallel under torchrun (`nmtkit/training/distributed.py`, the only module that says
+  `torch.distributed`; [scale.md](scale.md)): an update takes W·F consecutive batches of the
+  epoch's order (W ranks, F = `train.update_freq`), rank r every W-th from r; each rank
+  back-propagates loss × W / (the update's target tokens), with DDP's `no_sync()` on all but its
+  last micro-batch, so N ranks compute what one process with N times the `update_freq` does (an
+  integration test runs the real torchrun with two gloo processes). DDP wraps only the training
+  forward; validation and search use the model itself. Rank 0 alone logs, validates and writes;
+  stop decisions are reduced over the ranks. `batch_in_epoch` counts batches of all ranks, so a
+  run resumes on another number of ranks; rank 0's RNG is saved and the others' re-derived from
+  (seed, rank, update).
 - Greedy and beam search are deterministic.
 
 ## Scoring and alignment

@@ -88,12 +88,17 @@ class TrainConfig:
     patience: int = 8  # early stopping: validations without a better BLEU; 0 turns it off
     log_every: int = 50  # updates between log lines
     threads: int | None = None  # torch intra-op threads (None: torch's default)
-    precision: str = "auto"  # matrix products: fp32 | bf16 | auto (bf16 on native-bf16 CPUs)
+    # matrix products: fp32 | bf16 | fp16 (with loss scaling) | auto (bf16 on native-bf16 CPUs
+    # and GPUs, fp16 on other CUDA GPUs, else fp32)
+    precision: str = "auto"
+    device: str = "cpu"  # cpu | cuda | cuda:N (under torchrun, cuda is cuda:LOCAL_RANK)
+    update_freq: int = 1  # micro-batches of max_tokens per rank summed into one update
 
     def __post_init__(self) -> None:
         _check_precision(self.precision, "train")
         positive = {
             "max_tokens": self.max_tokens,
+            "update_freq": self.update_freq,
             "validate_every": self.validate_every,
             "log_every": self.log_every,
             "threads": 1 if self.threads is None else self.threads,
@@ -116,7 +121,7 @@ class SearchConfig:
     max_len_a: float = 1.5  # output length cap: a * source length + b (pieces)
     max_len_b: int = 10
     batch_size: int = 128  # sentences per batch
-    precision: str = "auto"  # matrix products: fp32 | bf16 | auto (bf16 on native-bf16 CPUs)
+    precision: str = "auto"  # matrix products: fp32 | bf16 | fp16 | auto (as train.precision)
 
     def __post_init__(self) -> None:
         _check_precision(self.precision, "search")

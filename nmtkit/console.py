@@ -40,8 +40,9 @@ def setup_logging(*, verbosity: int = 0, quiet: bool = False) -> None:
     root.propagate = False
 
 
-def progress(*fields: str) -> Progress:
-    """Return a progress bar on stderr; it draws nothing off a TTY or when quiet.
+def progress(*fields: str, show: bool = True) -> Progress:
+    """Return a progress bar on stderr; it draws nothing off a TTY, when quiet, or unless
+    ``show`` (e.g. on the ranks of a data-parallel run other than rank 0).
 
     Args:
         fields: names of task fields shown after the bar (``"loss"`` shows ``fields['loss']``).
@@ -55,5 +56,8 @@ def progress(*fields: str) -> Progress:
         TimeRemainingColumn(),
     ]
     return Progress(
-        *columns, console=console, disable=_quiet or not console.is_terminal, transient=False
+        *columns,
+        console=console,
+        disable=_quiet or not show or not console.is_terminal,
+        transient=False,
     )

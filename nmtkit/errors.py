@@ -48,6 +48,10 @@ class CheckpointError(NmtkitError):
     """A file that is not an nmtkit checkpoint, or one this version cannot rebuild."""
 
 
+class DistributedError(NmtkitError):
+    """Under torchrun: the ranks could not meet, or another rank died or stopped answering."""
+
+
 class Interrupted(KeyboardInterrupt):
     """A stop signal (SIGINT, SIGTERM) ended a command; the CLI exits with 128 + its number, as
     a shell reports a process killed by that signal (130 for Ctrl-C, 143 for SIGTERM)."""

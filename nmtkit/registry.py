@@ -49,14 +49,25 @@ class Batch:
     indices: Tensor
     num_tgt_tokens: int
 
-    def to(self, device: str | torch.device) -> Batch:
-        """The same batch on ``device``."""
+    def to(self, device: str | torch.device, *, non_blocking: bool = False) -> Batch:
+        """The same batch on ``device`` (``non_blocking``: an asynchronous copy from pinned
+        memory to a GPU)."""
         return dataclasses.replace(
             self,
-            src=self.src.to(device),
-            src_lengths=self.src_lengths.to(device),
-            tgt_in=self.tgt_in.to(device),
-            tgt_out=self.tgt_out.to(device),
+            src=self.src.to(device, non_blocking=non_blocking),
+            src_lengths=self.src_lengths.to(device, non_blocking=non_blocking),
+            tgt_in=self.tgt_in.to(device, non_blocking=non_blocking),
+            tgt_out=self.tgt_out.to(device, non_blocking=non_blocking),
+        )
+
+    def pin_memory(self) -> Batch:
+        """The same batch in page-locked memory, from which a GPU copies asynchronously."""
+        return dataclasses.replace(
+            self,
+            src=self.src.pin_memory(),
+            src_lengths=self.src_lengths.pin_memory(),
+            tgt_in=self.tgt_in.pin_memory(),
+            tgt_out=self.tgt_out.pin_memory(),
         )
 
 

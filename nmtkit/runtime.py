@@ -31,7 +31,7 @@ from nmtkit.errors import ConfigError, unknown_name
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("auto", "fp32", "bf16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 _M_TRIM_THRESHOLD = -1  # glibc mallopt parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -128,7 +128,8 @@ def native_bf16(device: torch.device | str = "cpu") -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str:
-    """``auto`` becomes ``bf16`` where the device has native bf16, else ``fp32``.
+    """``auto`` becomes ``bf16`` where the device has native bf16; else ``fp16`` on a CUDA GPU
+    (training then scales the loss with a ``GradScaler``) and ``fp32`` anywhere else.
 
     Raises:
         ConfigError: an unknown precision.
@@ -136,16 +137,23 @@ def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str
     if precision not in PRECISIONS:
         raise unknown_name("precision", precision, PRECISIONS)
     if precision == "auto":
-        return "bf16" if native_bf16(device) else "fp32"
+        if native_bf16(device):
+            return "bf16"
+        return "fp16" if torch.device(device).type == "cuda" else "fp32"
     return precision
+
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 @contextlib.contextmanager
 def autocast(precision: str, device: torch.device | str = "cpu") -> Iterator[None]:
-    """Run matrix products in bf16 inside the block when ``precision`` (resolved) is bf16."""
+    """Run matrix products in bf16 or fp16 inside the block when ``precision`` (resolved) says
+    so; fp32 runs the block as it is."""
     device = torch.device(device)
-    if resolve_precision(precision, device) == "bf16":
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
-            yield
-    else:
+    dtype = DTYPES.get(resolve_precision(precision, device))
+    if dtype is None:
+        yield
+        return
+    with torch.autocast(device_type=device.type, dtype=dtype):
         yield

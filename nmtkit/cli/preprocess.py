@@ -78,7 +78,22 @@ def preprocess(
     skip_invalid: Annotated[
         bool, typer.Option(help="Drop pairs with invalid UTF-8 instead of failing.")
     ] = False,
-    seed: Annotated[int, typer.Option(help="SentencePiece seed.")] = 1,
+    subword_sample: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Learn subwords from at most this many training pairs, drawn at random (0: all).",
+        ),
+    ] = 1_000_000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Processes that prepare, clean and encode the training text (0: one per CPU "
+            "core); the output does not depend on it.",
+        ),
+    ] = 1,
+    seed: Annotated[int, typer.Option(help="Seed of SentencePiece and of its sample.")] = 1,
     verbose: Verbose = 0,
     quiet: Quiet = False,
     user_dir: UserDirs = None,
@@ -110,9 +125,11 @@ def preprocess(
             subword=subword,
             vocab_size=vocab_size,
             joint=joint,
+            subword_sample=subword_sample,
             skip_invalid=skip_invalid,
             seed=seed,
-        )
+        ),
+        workers=workers,
     )
     if not quiet:
         console.print(summary_table(summary))

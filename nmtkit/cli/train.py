@@ -67,12 +67,22 @@ def train(
         typer.Option(help="Start afresh even if --save-dir holds a model, deleting its files."),
     ] = False,
     threads: Threads = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            help="Torch device: cpu, cuda or cuda:N (under torchrun, cuda is cuda:LOCAL_RANK) "
+            "\\[default: the config's, cpu]."
+        ),
+    ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved config and exit.")] = False,
     verbose: Verbose = 0,
     quiet: Quiet = False,
     user_dir: UserDirs = None,
 ) -> None:
-    """Train an RNNsearch model (or any registered architecture) on preprocessed data."""
+    """Train an RNNsearch model (or any registered architecture) on preprocessed data.
+
+    Under torchrun each process trains one rank of a data-parallel run (docs/scale.md).
+    """
     from nmtkit.config import dump_yaml, load_config
     from nmtkit.training.trainer import train as run_train
 
@@ -83,6 +93,7 @@ def train(
         "time_budget": time_budget,
         "seed": seed,
         "threads": threads,
+        "device": device,
     }
     overrides = list(set_ or []) + [f"train.{k}={v}" for k, v in flags.items() if v is not None]
     cfg = load_config(preset=preset, path=config, overrides=overrides)
@@ -90,7 +101,7 @@ def train(
         typer.echo(dump_yaml(cfg), nl=False)
         return
     result = run_train(data_dir, save_dir, cfg, resume=resume, overwrite=overwrite)
-    if result.nothing_to_do:  # train logged why
+    if result.nothing_to_do or not result.main:  # train logged why; rank 0 reports
         return
     best = (
         f"best valid BLEU {result.best_bleu:.2f} at update {result.best_step}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,9 @@ from nmtkit.files import atomic_path
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20  # tokens copied per step when converting the scratch file
+_GROUP_TOKENS = 1 << 16  # tokens (or sequences, _GROUP_SEQUENCES) that write_dataset gathers
+_GROUP_SEQUENCES = 4096  # into one chunk: per-chunk work is vectorized, per-sequence work is not
+_INT32_MAX = np.iinfo(np.int32).max
 _SMALL_MAX = np.iinfo(np.uint16).max  # ids must stay below it to fit uint16
 _DTYPES = (np.dtype(np.uint16), np.dtype(np.int32))
 
@@ -49,20 +52,41 @@ def write_dataset(prefix: Path, sequences: Iterable[Sequence[int] | np.ndarray])
     Raises:
         DataError: an id is negative or does not fit int32.
     """
+    return write_chunks(prefix, _grouped(sequences))
+
+
+def write_chunks(prefix: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]]) -> int:
+    """Write sequences given a chunk at a time, as ``write_dataset`` writes them one at a time.
+
+    Args:
+        chunks: for each chunk, its sequences' ids back to back [sum(lengths)] and the length
+            of each sequence [n].
+
+    Returns:
+        The number of sequences written.
+
+    Raises:
+        DataError: an id is negative or does not fit int32.
+    """
     prefix = Path(prefix)
     scratch = prefix.with_name(prefix.name + ".scratch")
     offsets = array("q", [0])
     largest = -1
     try:
         with open(scratch, "wb") as stream:
-            for number, sequence in enumerate(sequences):
-                ids = np.asarray(sequence, dtype=np.int64).reshape(-1)
+            for chunk_ids, chunk_lengths in chunks:
+                ids = np.asarray(chunk_ids).reshape(-1)
+                lengths = np.asarray(chunk_lengths, dtype=np.int64)
+                ends = np.cumsum(lengths)
+                assert ends.size == 0 or ends[-1] == ids.size, "lengths do not add up to the ids"
                 if ids.size:
-                    if ids.min() < 0 or ids.max() > np.iinfo(np.int32).max:
+                    if ids.min() < 0 or ids.max() > _INT32_MAX:
+                        bad = np.flatnonzero((ids < 0) | (ids > _INT32_MAX))[0]
+                        number = len(offsets) - 1 + int(np.searchsorted(ends, bad, side="right"))
                         raise DataError(f"token id out of range in sequence {number}")
                     largest = max(largest, int(ids.max()))
                 stream.write(ids.astype(np.int32).tobytes())
-                offsets.append(offsets[-1] + ids.size)
+                offsets.frombytes((offsets[-1] + ends).astype(np.int64).tobytes())
         dtype = _DTYPES[0] if largest < _SMALL_MAX else _DTYPES[1]
         _convert_scratch(scratch, bin_path(prefix), dtype, offsets[-1])
     finally:
@@ -74,6 +98,27 @@ def write_dataset(prefix: Path, sequences: Iterable[Sequence[int] | np.ndarray])
         "wrote %d sequences, %d tokens (%s) to %s", len(offsets) - 1, offsets[-1], dtype, prefix
     )
     return len(offsets) - 1
+
+
+def _grouped(
+    sequences: Iterable[Sequence[int] | np.ndarray],
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Gather sequences into chunks of ids back to back and their lengths."""
+    group: list[np.ndarray] = []
+    num_tokens = 0
+    for sequence in sequences:
+        group.append(np.asarray(sequence, dtype=np.int64).reshape(-1))
+        num_tokens += group[-1].size
+        if len(group) >= _GROUP_SEQUENCES or num_tokens >= _GROUP_TOKENS:
+            yield _joined(group)
+            group, num_tokens = [], 0
+    if group:
+        yield _joined(group)
+
+
+def _joined(group: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.fromiter((ids.size for ids in group), dtype=np.int64, count=len(group))
+    return np.concatenate(group), lengths
 
 
 def _convert_scratch(scratch: Path, path: Path, dtype: np.dtype, num_tokens: int) -> None:
@@ -158,6 +203,17 @@ class TokenDataset:
         index %= size
         start, end = self._offsets[index], self._offsets[index + 1]
         return np.array(self._tokens[start:end], dtype=np.int64)
+
+    def gather(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return the sentences at ``indices`` (each in range) back to back, int64
+        [sum(lengths)], and their lengths, int64 [n]: a chunk for :func:`write_chunks`."""
+        indices = np.asarray(indices, dtype=np.int64)
+        starts = self._offsets[indices]
+        lengths = self._offsets[indices + 1] - starts
+        # A token's position: its sentence's start plus its rank within the sentence.
+        firsts = np.cumsum(lengths) - lengths
+        positions = np.repeat(starts - firsts, lengths) + np.arange(int(lengths.sum()))
+        return np.asarray(self._tokens[positions], dtype=np.int64), lengths
 
     def count(self, token_id: int) -> int:
         """Return how often ``token_id`` occurs in the whole dataset (e.g. UNK_ID)."""

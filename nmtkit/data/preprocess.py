@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import sentencepiece as spm
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
@@ -30,27 +27,24 @@ from nmtkit.data.datadir import (
 )
 from nmtkit.data.datadir import load_manifest as load_manifest  # re-exported: part of this API
 from nmtkit.data.datadir import load_pipeline as load_pipeline  # re-exported: part of this API
-from nmtkit.data.dataset import TokenDataset, bin_path, idx_path, write_dataset
+from nmtkit.data.dataset import TokenDataset, write_dataset
 from nmtkit.data.text import (
     CLEAN_REASONS,
     SPECIAL_PIECES,
     SUBWORD_TYPES,
     UNK_ID,
     CleanSettings,
-    PairCleaner,
     TextPipeline,
-    TextPreparer,
     TextSettings,
-    load_sentencepiece,
-    train_sentencepiece,
 )
+from nmtkit.data.trainset import build_train_split, read_pairs, text_lines
+from nmtkit.data.workers import ChunkPool, resolve_workers
 from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import atomic_write, count_lines, open_text, read_lines, resolve_corpus
+from nmtkit.files import atomic_write, count_lines, resolve_corpus
 
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "valid", "test")
-_ENCODE_CHUNK = 4096  # lines encoded per SentencePiece batch call
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,12 +64,15 @@ class PreprocessConfig:
         subword: SentencePiece model type, ``bpe`` or ``unigram``.
         vocab_size: SentencePiece vocabulary size (an upper bound on tiny corpora).
         joint: one SentencePiece model for both languages, else one per language.
+        subword_sample: SentencePiece learns from at most this many training pairs (both
+            sides for a joint model), drawn at random with ``seed``; 0 for all of them. A
+            corpus of at most this many pairs is used whole, in order.
         skip_invalid: drop pairs with invalid UTF-8 (and count them) instead of failing.
-        seed: SentencePiece's random seed.
+        seed: the seed of SentencePiece and of its sample of pairs.
 
     Raises:
-        ConfigError: unusable or equal language codes, an unknown subword type, or a
-            vocabulary too small for the special pieces.
+        ConfigError: unusable or equal language codes, an unknown subword type, a
+            vocabulary too small for the special pieces, or a negative ``subword_sample``.
     """
 
     src_lang: str
@@ -89,6 +86,7 @@ class PreprocessConfig:
     subword: str = "bpe"
     vocab_size: int = 8000
     joint: bool = True
+    subword_sample: int = 1_000_000
     skip_invalid: bool = False
     seed: int = 1
 
@@ -105,6 +103,10 @@ class PreprocessConfig:
             raise ConfigError(
                 f"vocab_size must exceed {len(SPECIAL_PIECES)} (the special pieces)",
                 where="vocab_size",
+            )
+        if self.subword_sample < 0:
+            raise ConfigError(
+                "subword_sample must be 0 (every pair) or more", where="subword_sample"
             )
 
     @property
@@ -149,21 +151,31 @@ class PreprocessSummary:
     max_pieces: int
 
 
-def preprocess(config: PreprocessConfig) -> PreprocessSummary:
+def preprocess(config: PreprocessConfig, *, workers: int = 1) -> PreprocessSummary:
     """Clean, prepare, segment and binarize parallel corpora into ``config.destdir``.
 
+    Args:
+        workers: processes that prepare, clean and encode the training text, 0 for one per
+            CPU core. The data dir is the same, byte for byte, whatever their number. Workers
+            are spawned and import the main script again: guard a script's call with
+            ``if __name__ == "__main__":``.
+
     Raises:
-        ConfigError: a ``vocab_size`` below the number of distinct characters.
+        ConfigError: a ``vocab_size`` below the number of distinct characters, or a negative
+            ``workers``.
         DataError: a missing corpus, parallel files of different lengths, invalid UTF-8,
             no training pairs left after cleaning (by words or by pieces), or a ``destdir``
             that is not a data dir.
     """
     start = time.perf_counter()
+    num_workers = resolve_workers(workers)
     corpora = _resolve_corpora(config)
     destdir = Path(config.destdir)
     check_destdir(destdir, [c.path for pair in corpora.values() for c in pair])
-    with staged_dir(destdir) as tmp, progress() as bar:
-        clean_counts, models = _preprocess_train(config, corpora["train"], tmp, bar)
+    if num_workers > 1:
+        log.info("preparing and encoding train in %d worker processes", num_workers)
+    with staged_dir(destdir) as tmp, ChunkPool(num_workers) as pool, progress() as bar:
+        clean_counts, models = build_train_split(config, corpora["train"], tmp, bar, pool)
         pipelines = {lang: TextPipeline(config.text, lang, models[lang]) for lang in config.langs}
         splits = [_summarize(tmp, "train", corpora["train"][0].num_lines, config.langs)]
         for split in SPLITS[1:]:
@@ -227,155 +239,6 @@ def _resolve_corpora(config: PreprocessConfig) -> dict[str, tuple[CorpusFile, Co
     return corpora
 
 
-def _preprocess_train(
-    config: PreprocessConfig, corpora: tuple[CorpusFile, CorpusFile], tmp: Path, bar: Progress
-) -> tuple[dict[str, int], dict[str, bytes]]:
-    """Clean the training pairs, learn SentencePiece and binarize; return counts and models."""
-    prepared = {lang: tmp / f"train.prepared.{lang}" for lang in config.langs}
-    clean_counts = _clean_train(config, corpora, prepared, bar)
-    models = _learn_subwords(config, prepared, tmp)
-    for lang in config.langs:
-        processor = load_sentencepiece(models[lang], where=f"spm model for '{lang}'")
-        task = bar.add_task(f"encode train.{lang}", total=count_lines(prepared[lang]))
-        encoded = tmp / f"train.encoded.{lang}"
-        write_dataset(encoded, _encode_prepared(processor, prepared[lang], bar, task))
-        prepared[lang].unlink()
-    clean_counts["too_many_pieces"] = _bound_train(config, tmp, corpora[0].path)
-    log.info("binarized train")
-    return clean_counts, models
-
-
-def _bound_train(config: PreprocessConfig, tmp: Path, corpus: str) -> int:
-    """Keep the encoded training pairs whose sides both have at most ``clean.max_pieces``
-    pieces as ``train.{lang}``; return how many pairs were dropped.
-
-    Raises:
-        DataError: no pair is short enough.
-    """
-    encoded = [tmp / f"train.encoded.{lang}" for lang in config.langs]
-    src, tgt = (TokenDataset(prefix) for prefix in encoded)
-    keep = np.flatnonzero(np.maximum(src.lengths, tgt.lengths) <= config.clean.max_pieces)
-    dropped = len(src) - keep.size
-    if keep.size == 0:
-        raise DataError(
-            f"no training pairs left after cleaning: every pair has a side of more than "
-            f"{config.clean.max_pieces} pieces",
-            where=corpus,
-            hint="check the corpus, or raise max_pieces",
-        )
-    for lang, prefix, dataset in zip(config.langs, encoded, (src, tgt), strict=True):
-        kept = tmp / f"train.{lang}"
-        if dropped:
-            write_dataset(kept, (dataset[int(i)] for i in keep))
-            bin_path(prefix).unlink()
-            idx_path(prefix).unlink()
-        else:
-            os.replace(bin_path(prefix), bin_path(kept))
-            os.replace(idx_path(prefix), idx_path(kept))
-    if dropped:
-        log.info("dropped %d training pairs over %d pieces", dropped, config.clean.max_pieces)
-    return int(dropped)
-
-
-def _clean_train(
-    config: PreprocessConfig,
-    corpora: tuple[CorpusFile, CorpusFile],
-    prepared: dict[str, Path],
-    bar: Progress,
-) -> dict[str, int]:
-    """Write the prepared text of the training pairs that pass cleaning; return counts by reason."""
-    src_file = corpora[0]
-    task = bar.add_task("prepare train", total=src_file.num_lines)
-    preparers = [TextPreparer(config.text, lang) for lang in config.langs]
-    cleaner = PairCleaner(config.clean)
-    num_kept = 0
-    src_path, tgt_path = prepared[config.src_lang], prepared[config.tgt_lang]
-    with open_text(src_path, "w") as src_out, open_text(tgt_path, "w") as tgt_out:
-        for number, (src, tgt) in enumerate(_read_pairs(corpora, config.skip_invalid), 1):
-            src_prep = None if src is None else preparers[0].prepare(src)
-            tgt_prep = None if tgt is None else preparers[1].prepare(tgt)
-            if cleaner.reason(src_prep, tgt_prep) is None:
-                src_out.write(f"{src_prep}\n")
-                tgt_out.write(f"{tgt_prep}\n")
-                num_kept += 1
-            if number % 1000 == 0:
-                bar.update(task, completed=number)
-    bar.update(task, completed=src_file.num_lines)
-    dropped = {reason: n for reason, n in cleaner.counts.items() if n}
-    log.info(
-        "cleaned train: kept %d of %d pairs, dropped %s", num_kept, src_file.num_lines, dropped
-    )
-    if num_kept == 0:
-        raise DataError(
-            "no training pairs left after cleaning",
-            where=src_file.path,
-            hint="check the corpus and the clean settings (min_len, max_len, max_ratio)",
-        )
-    return cleaner.counts
-
-
-def _read_pairs(
-    corpora: tuple[CorpusFile, CorpusFile], skip_invalid: bool
-) -> Iterator[tuple[str | None, str | None]]:
-    src, tgt = corpora
-    hint = "--skip-invalid drops such pairs"
-    yield from zip(
-        read_lines(src.path, skip_invalid=skip_invalid, invalid_hint=hint),
-        read_lines(tgt.path, skip_invalid=skip_invalid, invalid_hint=hint),
-        strict=True,
-    )
-
-
-def _text_lines(path: Path) -> Iterator[str]:
-    """Yield the lines of a text file written by this module, without their newline."""
-    with open_text(path) as stream:
-        for line in stream:
-            yield line[:-1] if line.endswith("\n") else line
-
-
-def _learn_subwords(
-    config: PreprocessConfig, prepared: dict[str, Path], tmp: Path
-) -> dict[str, bytes]:
-    """Train joint or per-language SentencePiece models and write them; return them by language."""
-    groups = [config.langs] if config.joint else [(lang,) for lang in config.langs]
-    models: dict[str, bytes] = {}
-    for langs in groups:
-        began = time.perf_counter()
-        lines = (line for lang in langs for line in _text_lines(prepared[lang]))
-        model = train_sentencepiece(
-            lines, model_type=config.subword, vocab_size=config.vocab_size, seed=config.seed
-        )
-        name = spm_model_name(langs[0], joint=config.joint)
-        with atomic_write(tmp / name, "wb") as stream:
-            stream.write(model)
-        size = load_sentencepiece(model, where=name).get_piece_size()
-        log.info(
-            "learned %s %s (%d pieces) in %.1f s",
-            config.subword,
-            name,
-            size,
-            time.perf_counter() - began,
-        )
-        models.update(dict.fromkeys(langs, model))
-    return models
-
-
-def _encode_prepared(
-    processor: spm.SentencePieceProcessor, path: Path, bar: Progress, task: TaskID
-) -> Iterator[list[int]]:
-    """Yield the ids of each prepared line, encoding in batches."""
-    chunk: list[str] = []
-    for line in _text_lines(path):
-        chunk.append(line)
-        if len(chunk) == _ENCODE_CHUNK:
-            yield from processor.encode(chunk)
-            bar.advance(task, len(chunk))
-            chunk = []
-    if chunk:
-        yield from processor.encode(chunk)
-        bar.advance(task, len(chunk))
-
-
 def _preprocess_heldout(
     config: PreprocessConfig,
     split: str,
@@ -392,7 +255,7 @@ def _preprocess_heldout(
         atomic_write(raw[config.src_lang]) as src_out,
         atomic_write(raw[config.tgt_lang]) as tgt_out,
     ):
-        for src, tgt in _read_pairs(corpora, config.skip_invalid):
+        for src, tgt in read_pairs(corpora, config.skip_invalid):
             bar.advance(task)
             if src is not None and tgt is not None:
                 src_out.write(f"{src}\n")
@@ -427,7 +290,7 @@ def _preprocess_heldout(
 def _encode_raw(
     pipeline: TextPipeline, path: Path, bar: Progress, task: TaskID
 ) -> Iterator[list[int]]:
-    for line in _text_lines(path):
+    for line in text_lines(path):
         yield pipeline.encode(line)
         bar.advance(task)
 

@@ -5,15 +5,15 @@ Special ids are fixed: SentencePiece models are trained with them, so spm ids ar
 
 from __future__ import annotations
 
-import hashlib
 import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import sentencepiece as spm
 from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 
-from nmtkit.config import build_dataclass
+from nmtkit.data.dedup import DigestSet, pair_digests
 from nmtkit.errors import ConfigError, DataError, unknown_name
 
 PAD_ID = 0
@@ -53,6 +53,10 @@ class TextSettings:
         Raises:
             ConfigError: an unknown key or a value of the wrong type.
         """
+        # Imported here: nmtkit.config imports torch, which preprocess's worker processes,
+        # importing this module, do without (half a second each to start instead of three).
+        from nmtkit.config import build_dataclass
+
         settings: TextSettings = build_dataclass(cls, dict(data), where=where)
         return settings
 
@@ -270,7 +274,8 @@ class CleanSettings:
         min_len: drop a pair with fewer tokens on either side (a side with none is "empty").
         max_len: drop a pair with more tokens on either side.
         max_ratio: drop a pair whose token counts differ by more than this factor, either way.
-        dedup: drop exact repeats of a pair already kept.
+        dedup: drop exact repeats of a pair already kept (known by 64-bit digests of the
+            prepared pairs, :mod:`nmtkit.data.dedup`).
         max_pieces: drop a pair with more SentencePiece pieces on either side, EOS not counted
             (checked after encoding: a long line without spaces is one token but many pieces).
             Validation and test sentences are cut to it instead, so that they stay line-parallel
@@ -317,21 +322,40 @@ def clean_reason(src: str | None, tgt: str | None, settings: CleanSettings) -> s
 
 
 class PairCleaner:
-    """Decide pair by pair which training pairs to keep, counting each reason to drop one."""
+    """Decide which training pairs to keep, counting each reason to drop one.
+
+    Pair by pair with :meth:`reason`; or, when worker processes apply ``clean_reason`` and digest
+    the pairs (:func:`nmtkit.data.dedup.pair_digests`), chunk by chunk in corpus order with
+    :meth:`count` and :meth:`keep_new`. Duplicates are found by 8-byte digests, never by lines.
+    """
 
     def __init__(self, settings: CleanSettings) -> None:
         self.settings = settings
         self.counts: dict[str, int] = dict.fromkeys(CLEAN_REASONS, 0)
-        self._seen: set[bytes] = set()
+        self._seen = DigestSet()
 
     def reason(self, src: str | None, tgt: str | None) -> str | None:
         """Return why the prepared pair is dropped (and count it), or None if it is kept."""
         reason = clean_reason(src, tgt, self.settings)
         if reason is None and self.settings.dedup:
             assert src is not None and tgt is not None
-            digest = hashlib.blake2b(f"{src}\n{tgt}".encode(), digest_size=16).digest()
-            reason = "duplicate" if digest in self._seen else None
-            self._seen.add(digest)
+            if not self._seen.add_new(pair_digests([src], [tgt]))[0]:
+                reason = "duplicate"
         if reason is not None:
             self.counts[reason] += 1
         return reason
+
+    def count(self, counts: Mapping[str, int]) -> None:
+        """Add pairs dropped elsewhere by ``clean_reason``, by reason."""
+        for reason, num in counts.items():
+            self.counts[reason] += num
+
+    def keep_new(self, digests: np.ndarray) -> list[bool]:
+        """Return, for the digests [n] of pairs that passed ``clean_reason`` (in corpus order),
+        whether each is kept: always without ``dedup``, else if no earlier pair repeats it
+        (the repeats are counted as ``duplicate``)."""
+        if not self.settings.dedup:
+            return [True] * len(digests)
+        kept = self._seen.add_new(digests)
+        self.counts["duplicate"] += kept.count(False)
+        return kept

@@ -60,18 +60,32 @@ class StopSignals:
 
 
 class Window:
-    """Sums over the updates since the last log line."""
+    """Sums over the updates since the last log line: this rank's loss and NLL over its own
+    target tokens, and the global batch's tokens and sentences (all ranks) for throughput."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.loss_sum = self.nll_sum = 0.0
-        self.tokens = 0
+        self.tokens = self.global_tokens = self.sentences = self.updates = 0
         self.last_loss = float("nan")
 
-    def add(self, loss: float, nll: float, tokens: int) -> None:
+    def add(
+        self,
+        loss: float,
+        nll: float,
+        tokens: int,
+        *,
+        global_tokens: int | None = None,
+        sentences: int = 0,
+    ) -> None:
+        """One update: this rank's summed loss and NLL over its ``tokens``; ``global_tokens``
+        (default ``tokens``) and ``sentences`` of the whole update."""
         self.loss_sum += loss
         self.nll_sum += nll
         self.tokens += tokens
+        self.global_tokens += tokens if global_tokens is None else global_tokens
+        self.sentences += sentences
+        self.updates += 1
         self.last_loss = loss / max(tokens, 1)
 
     @property
@@ -84,4 +98,5 @@ class Window:
 
     @property
     def rate(self) -> float:
-        return self.tokens / max(time.monotonic() - self.started, 1e-9)
+        """Target tokens per second of the whole update (all ranks)."""
+        return self.global_tokens / max(time.monotonic() - self.started, 1e-9)

@@ -1,8 +1,11 @@
-"""train(): updates, validation (loss and BLEU), early stopping, checkpoints and resume.
+"""train(): updates, validation (loss and BLEU), early stopping, checkpoints and resume, on one
+device or data-parallel under torchrun.
 
 A model directory that holds a model is never replaced without ``overwrite``; a resumed run that
 already ended (early stopping, or a limit it reached that the new config does not raise) has
-nothing to do.
+nothing to do. An update takes ``ranks x update_freq`` consecutive batches of the epoch's seeded
+order (rank r the r-th of every ``ranks``), so that N ranks train as one process with N times the
+``update_freq``; rank 0 alone logs, validates and writes.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ import numpy as np
 import torch
 
 from nmtkit import checkpoint as ckpt
-from nmtkit.config import Config, TrainConfig, dump_yaml
+from nmtkit.config import Config, TrainConfig, config_from_dict, dump_yaml
 from nmtkit.console import progress
 from nmtkit.data.batching import epoch_batches
 from nmtkit.data.text import PAD_ID
-from nmtkit.errors import CheckpointError, Interrupted, unknown_name
+from nmtkit.errors import CheckpointError, DataError, Interrupted, unknown_name
 from nmtkit.files import atomic_write, check_writable_dir, remove_stale_temporaries, writing
 from nmtkit.models import Seq2Seq, build_model
-from nmtkit.runtime import autocast, resolve_precision, tune_allocator
+from nmtkit.registry import Batch
+from nmtkit.runtime import autocast, resolve_device, resolve_precision, tune_allocator
 from nmtkit.training.data import TrainingData
+from nmtkit.training.distributed import Distributed, session
 from nmtkit.training.loop import StopSignals, Window, signal_name
 from nmtkit.training.schedule import Schedule, build_schedule
 from nmtkit.training.validation import validation_bleu, validation_nll
@@ -48,6 +53,7 @@ class TrainResult:
     stop_reason: str
     seconds: float
     nothing_to_do: bool = False  # a resumed run that had already ended
+    main: bool = True  # this process is rank 0 (or the only one); the others print nothing
 
 
 @dataclass(kw_only=True)
@@ -56,7 +62,8 @@ class RunState:
 
     step: int = 0
     epoch: int = 1
-    batch_in_epoch: int = 0  # batches of this epoch already consumed
+    batch_in_epoch: int = 0  # batches of this epoch already consumed, over all ranks
+    batches_per_update: int = 1  # ranks x update_freq of the run that saved this state
     best_bleu: float | None = None
     best_step: int | None = None
     bad_validations: int = 0
@@ -66,9 +73,28 @@ class RunState:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's and torch's generators (nmtkit never uses numpy's global one)."""
+    """Seed Python's and torch's generators, CUDA's included (nmtkit never uses numpy's global
+    one)."""
     random.seed(seed)
     torch.manual_seed(seed)
+
+
+def rank_seed(seed: int, rank: int, step: int) -> int:
+    """The dropout seed of rank ``rank`` > 0 for update ``step``: a pure function, so that a
+    resumed run re-derives it (rank 0 keeps one stream, saved in the train state)."""
+    return ((seed * 1_000_003 + rank) * 1_000_003 + step) % (1 << 63)
+
+
+class LossForward(torch.nn.Module):
+    """The training forward, the one module DistributedDataParallel wraps: a batch's summed
+    loss and NLL. Validation and search use the model itself."""
+
+    def __init__(self, model: Seq2Seq, label_smoothing: float) -> None:
+        super().__init__()
+        self.model, self.label_smoothing = model, label_smoothing
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.model.loss(batch, label_smoothing=self.label_smoothing)
 
 
 def build_optimizer(config: TrainConfig, model: Seq2Seq) -> torch.optim.Optimizer:
@@ -97,23 +123,47 @@ def train(
     resume: bool = False,
     overwrite: bool = False,
 ) -> TrainResult:
-    """Train a model on a preprocessed data directory, writing checkpoints into ``model_dir``.
+    """Train a model on a preprocessed data directory, writing checkpoints into ``model_dir``,
+    on ``train.device``; under torchrun as one rank of a data-parallel run (a torchrun restart
+    resumes the saved run by itself).
 
     A resumed run that already ended returns at once (``nothing_to_do``) unless ``config``
     raises the limit it stopped at.
 
     Raises:
+        ConfigError: ``train.device`` is not on this machine, or a bad launcher setting.
         DataError: ``data_dir`` is not a data directory, or ``model_dir`` cannot be made or
             written.
         CheckpointError: ``model_dir`` holds a model (and neither resume nor overwrite is
             asked), or ``resume`` finds no train state that loads, or a different model.
+        DistributedError: under torchrun, another rank died or stopped answering.
         Interrupted: SIGINT or SIGTERM stopped the run, after it was saved.
     """
-    data = TrainingData.load(Path(data_dir))
-    model_dir = Path(model_dir)
-    _check_model_dir(model_dir, resume=resume, overwrite=overwrite)
-    check_writable_dir(model_dir)
-    remove_stale_temporaries(model_dir, [*ckpt.MODEL_FILES, ckpt.CONFIG])
+    device = resolve_device(config.train.device)
+    with session(device) as dist:
+        return _train(
+            Path(data_dir), Path(model_dir), config, dist, resume=resume, overwrite=overwrite
+        )
+
+
+def _train(
+    data_dir: Path,
+    model_dir: Path,
+    config: Config,
+    dist: Distributed,
+    *,
+    resume: bool,
+    overwrite: bool,
+) -> TrainResult:
+    data = TrainingData.load(data_dir)
+    held = ckpt.TRAIN_STATE, ckpt.TRAIN_STATE_PREV
+    if dist.restarts and not resume and any((model_dir / name).is_file() for name in held):
+        log.info("torchrun restart %d: resuming the run saved in %s", dist.restarts, model_dir)
+        resume = True
+    _check_model_dir(model_dir, resume=resume, overwrite=overwrite)  # every rank reads
+    if dist.is_main:  # rank 0 alone writes and deletes
+        check_writable_dir(model_dir)
+        remove_stale_temporaries(model_dir, [*ckpt.MODEL_FILES, ckpt.CONFIG])
     tune_allocator()
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
@@ -123,8 +173,8 @@ def train(
         src_vocab_size=data.src_text.vocab_size,
         tgt_vocab_size=data.tgt_text.vocab_size,
         pad_id=PAD_ID,
-    )
-    loop = TrainingLoop(data=data, model=model, config=config, model_dir=model_dir)
+    ).to(dist.device)
+    loop = TrainingLoop(data=data, model=model, config=config, model_dir=model_dir, dist=dist)
     if resume:
         saved, _ = ckpt.load_latest_train_state(model_dir)
         loop.restore(saved)
@@ -139,11 +189,13 @@ def train(
             )
             return loop.result(ended, nothing_to_do=True)
         log.info("resuming at step=%d epoch=%d", loop.state.step, loop.state.epoch)
-    else:
+    elif dist.is_main:
         for name in (ckpt.METRICS, ckpt.LOG, *ckpt.MODEL_FILES):
             (model_dir / name).unlink(missing_ok=True)
-    with atomic_write(model_dir / ckpt.CONFIG) as stream:
-        stream.write(dump_yaml(config))
+    if dist.is_main:
+        with atomic_write(model_dir / ckpt.CONFIG) as stream:
+            stream.write(dump_yaml(config))
+    dist.barrier()  # every rank has read the model dir before rank 0 writes into it
     return loop.run()
 
 
@@ -181,20 +233,34 @@ def _check_model_dir(model_dir: Path, *, resume: bool, overwrite: bool) -> None:
 
 
 class TrainingLoop:
-    """One training run: updates, logging, validation, checkpoints."""
+    """One training run (or one rank's share of it): updates, logging, validation, checkpoints."""
 
     def __init__(
-        self, *, data: TrainingData, model: Seq2Seq, config: Config, model_dir: Path
+        self,
+        *,
+        data: TrainingData,
+        model: Seq2Seq,
+        config: Config,
+        model_dir: Path,
+        dist: Distributed | None = None,
     ) -> None:
         self.data, self.model, self.config, self.model_dir = data, model, config, model_dir
         self.train_config = config.train
         self.device = next(model.parameters()).device
+        self.dist = dist or Distributed(device=self.device)
+        # Base batches (of max_tokens) per update, over all ranks: the global batch.
+        self.per_update = self.dist.world_size * config.train.update_freq
         self.optimizer = build_optimizer(config.train, model)
         self.schedule: Schedule = build_schedule(config.train)
-        self.state = RunState()
+        self.precision = resolve_precision(config.train.precision, self.device)
+        # fp16 needs the loss scaled so that small gradients survive; elsewhere a no-op.
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
+        self.forward: torch.nn.Module = LossForward(model, config.train.label_smoothing)
+        self.state = RunState(batches_per_update=self.per_update)
         self.tgt_text = data.tgt_text
         self._log_file = model_dir / ckpt.LOG
         self._stop = StopSignals()
+        self._signum = 0  # the stop signal any rank received
 
     # ------------------------------------------------------------------ state and resume
 
@@ -207,7 +273,13 @@ class TrainingLoop:
             "rng": torch.get_rng_state(),
             "py_rng": list(random.getstate()[1]),
             "config": self.config.to_dict(),
+            **({"cuda_rng": torch.cuda.get_rng_state(self.device)} if self._on_cuda else {}),
+            **({"scaler": self.scaler.state_dict()} if self.scaler.is_enabled() else {}),
         }
+
+    @property
+    def _on_cuda(self) -> bool:
+        return self.device.type == "cuda"
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Continue the run saved in ``saved`` (a ``train_state.pt``).
@@ -215,7 +287,10 @@ class TrainingLoop:
         Raises:
             CheckpointError: the saved run trained a different model.
         """
-        if saved["config"]["model"] != self.config.to_dict()["model"]:
+        # Through the config loader, so that options added since the run was saved take their
+        # defaults (the model they describe is the one the run trained).
+        saved_model = config_from_dict(saved["config"]).to_dict()["model"]
+        if saved_model != self.config.to_dict()["model"]:
             raise CheckpointError(
                 "the saved run has another model config",
                 hint="resume with the same --config and --set",
@@ -230,8 +305,24 @@ class TrainingLoop:
         self.optimizer.load_state_dict(saved["optimizer"])
         self.schedule.load_state_dict(saved["schedule"])
         self.state = RunState(**saved["run"])
+        if self.state.batches_per_update != self.per_update and self.dist.is_main:
+            log.warning(
+                "the saved run took %d batches per update (ranks x update_freq), this one takes "
+                "%d (%d ranks x update_freq %d): continuing at the same place in the data with "
+                "the new global batch, learning rate unchanged; keep ranks x update_freq to "
+                "continue the very same run",
+                self.state.batches_per_update,
+                self.per_update,
+                self.dist.world_size,
+                self.train_config.update_freq,
+            )
+        self.state.batches_per_update = self.per_update
         torch.set_rng_state(saved["rng"])
         random.setstate((3, tuple(saved["py_rng"]), None))
+        if "cuda_rng" in saved and self._on_cuda:
+            torch.cuda.set_rng_state(saved["cuda_rng"], self.device)
+        if "scaler" in saved and self.scaler.is_enabled():
+            self.scaler.load_state_dict(saved["scaler"])
         self._keep_newer_best()
 
     def _keep_newer_best(self) -> None:
@@ -272,6 +363,9 @@ class TrainingLoop:
         return next((reason for reason in order if met[reason]), None)
 
     def save(self, *, best: bool = False) -> None:
+        """Write ``last.pt`` (and ``best.pt``) and ``train_state.pt``: rank 0 alone."""
+        if not self.dist.is_main:
+            return
         paths = [self.model_dir / ckpt.LAST] + ([self.model_dir / ckpt.BEST] if best else [])
         for path in paths:
             ckpt.save_checkpoint(
@@ -287,13 +381,26 @@ class TrainingLoop:
     # ------------------------------------------------------------------------ the loop
 
     def run(self) -> TrainResult:
-        """Train until a stopping rule fires. A stop signal (Ctrl-C, SIGTERM) finishes the
-        update, saves, and raises :class:`Interrupted`; a second one aborts at once."""
+        """Train until a stopping rule fires. A stop signal (Ctrl-C, SIGTERM) on any rank
+        finishes the update on every rank, saves, and raises :class:`Interrupted`; a second one
+        aborts at once."""
         log.info(
-            "precision: train %s, validation search %s",
-            resolve_precision(self.config.train.precision, self.device),
+            "precision: train %s%s, validation search %s; device %s",
+            self.precision,
+            " with loss scaling" if self.scaler.is_enabled() else "",
             resolve_precision(self.config.search.precision, self.device),
+            self.device,
         )
+        if self.dist.active:
+            log.info(
+                "data parallel: %d ranks x update_freq %d = %d batches of up to %d tokens "
+                "per update",
+                self.dist.world_size,
+                self.train_config.update_freq,
+                self.per_update,
+                self.train_config.max_tokens,
+            )
+        self.forward = self.dist.wrap(LossForward(self.model, self.train_config.label_smoothing))
         started = time.monotonic() - self.state.seconds
         self.state.stop_reason = None
         with self._stop:  # also over the closing validation and save: a signal there waits
@@ -301,19 +408,20 @@ class TrainingLoop:
             self.state.seconds = time.monotonic() - started
             if reason == "interrupted":
                 self.save()
-                signum = self._stop.signum
-                assert signum is not None
-                log.warning(
-                    "interrupted by %s at step=%d: saved %s (continue with --resume)",
-                    signal_name(signum),
-                    self.state.step,
-                    self.model_dir,
-                )
-                raise Interrupted(signum)
+                self.dist.barrier()  # the others wait for rank 0's save
+                if self.dist.is_main:
+                    log.warning(
+                        "interrupted by %s at step=%d: saved %s (continue with --resume)",
+                        signal_name(self._signum),
+                        self.state.step,
+                        self.model_dir,
+                    )
+                raise Interrupted(self._signum)
             if self.state.validated_step != self.state.step and self.data.valid is not None:
-                self.validate(final=True)
+                self._validate_everywhere(final=True)
             self.state.stop_reason = reason
             self.save(best=self.data.valid is None)
+            self.dist.barrier()
         log.info(
             "stopped: %s; best val_bleu=%s at step=%s",
             reason,
@@ -332,6 +440,7 @@ class TrainingLoop:
             stop_reason=reason,
             seconds=self.state.seconds,
             nothing_to_do=nothing_to_do,
+            main=self.dist.is_main,
         )
 
     def _epoch_fraction(self) -> float:
@@ -353,18 +462,21 @@ class TrainingLoop:
         cfg = self.train_config
         total = cfg.max_updates
         if total is None and cfg.max_epochs is not None:
-            total = cfg.max_epochs * len(self._batches(1))
+            total = cfg.max_epochs * (len(self._batches(1)) // self.per_update)
         window = Window()
         if cfg.max_updates is not None and self.state.step >= cfg.max_updates:
             return "max_updates"
-        with progress("loss", "lr", "tok_s") as bar:
+        with progress("loss", "lr", "tok_s", show=self.dist.is_main) as bar:
             task = bar.add_task(
                 "train", total=total, completed=self.state.step, loss="-", lr="-", tok_s="-"
             )
             while cfg.max_epochs is None or self.state.epoch <= cfg.max_epochs:
                 batches = self._batches(self.state.epoch)
-                for indices in batches[self.state.batch_in_epoch :]:
-                    self._update(indices, window)
+                self._check_enough(len(batches))
+                # An update takes the next per_update batches; the remainder is dropped.
+                while self.state.batch_in_epoch + self.per_update <= len(batches):
+                    first = self.state.batch_in_epoch
+                    self._update(batches[first : first + self.per_update], window)
                     bar.update(
                         task,
                         completed=self.state.step,
@@ -386,42 +498,104 @@ class TrainingLoop:
                 log.info("epoch %d done at step=%d", self.state.epoch - 1, self.state.step)
             return "max_epochs"
 
+    def _check_enough(self, num_batches: int) -> None:
+        """Raises DataError when an epoch has fewer batches than one update takes."""
+        if num_batches >= self.per_update:
+            return
+        ranks = self.dist.world_size
+        raise DataError(
+            f"the training set makes {num_batches} batches of train.max_tokens="
+            f"{self.train_config.max_tokens}, fewer than one update takes: {self.per_update} "
+            f"(train.update_freq={self.train_config.update_freq} on each of {ranks} "
+            f"rank{'s' if ranks > 1 else ''})",
+            hint="lower train.max_tokens, train.update_freq or the number of ranks",
+        )
+
     def _lr(self) -> float:
         return float(self.optimizer.param_groups[0]["lr"])
 
-    def _update(self, indices: np.ndarray, window: Window) -> None:
-        self.model.train()
-        batch = self.data.train.batch(indices)
+    def _on_device(self, batch: Batch) -> Batch:
+        if self.device.type == "cpu":
+            return batch
+        if self._on_cuda:  # page-locked, so that the copy overlaps the GPU's work
+            return batch.pin_memory().to(self.device, non_blocking=True)
+        return batch.to(self.device)
+
+    def _update(self, group: list[np.ndarray], window: Window) -> None:
+        """One update on the global batch ``group`` (ranks x update_freq batches): this rank
+        takes every ``world_size``-th from its rank on, accumulating their gradients locally
+        (``no_sync``) until the last, whose backward averages them over the ranks."""
+        rank, world = self.dist.rank, self.dist.world_size
+        self.forward.train()
+        if rank:  # rank 0 keeps its generator's stream (saved); the others re-derive theirs
+            torch.manual_seed(rank_seed(self.train_config.seed, rank, self.state.step))
+        train = self.data.train
+        # The global batch's target tokens (EOS included) and sentences: every rank knows the
+        # whole group, so this needs no communication.
+        tokens = sum(int(train.tgt.lengths[indices].sum()) + len(indices) for indices in group)
+        sentences = sum(len(indices) for indices in group)
         lr = self.schedule.lr_at(self.state.step + 1)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        with autocast(self.train_config.precision, self.device):
-            loss, nll = self.model.loss(batch, label_smoothing=self.train_config.label_smoothing)
+        for param_group in self.optimizer.param_groups:
+            param_group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
-        (loss / batch.num_tgt_tokens).backward()
+        # DDP averages gradients over the ranks: x world_size makes the sum over every rank's
+        # micro-batches of loss / tokens, as one process with the whole group would compute.
+        scale = world / tokens
+        mine = group[rank::world]
+        loss_sum = nll_sum = 0.0
+        my_tokens = 0
+        for k, indices in enumerate(mine):
+            batch = self._on_device(train.batch(indices))
+            with self.dist.no_sync(self.forward, sync=k == len(mine) - 1):
+                with autocast(self.precision, self.device):
+                    loss, nll = self.forward(batch)
+                self.scaler.scale(loss * scale).backward()
+            loss_sum += float(loss.detach())
+            nll_sum += float(nll)
+            my_tokens += batch.num_tgt_tokens
         if self.train_config.clip_norm > 0:
+            self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.train_config.clip_norm)
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         self.state.step += 1
-        self.state.batch_in_epoch += 1
-        window.add(float(loss.detach()), float(nll), batch.num_tgt_tokens)
+        self.state.batch_in_epoch += len(group)
+        window.add(loss_sum, nll_sum, my_tokens, global_tokens=tokens, sentences=sentences)
 
     def _stop_reason(self, started: float, *, validate: bool) -> str | None:
+        """Why every rank stops after this update, if they do: the same answer on all of them
+        (a signal on any rank, rank 0's validation and clock)."""
         cfg = self.train_config
         self.state.seconds = time.monotonic() - started
-        if self._stop.received:
+        out_of_time = cfg.time_budget is not None and self.state.seconds >= cfg.time_budget * 60
+        signum, out_of_time_main = self.dist.all_reduce(
+            [self._stop.signum or 0, out_of_time and self.dist.is_main], op="max"
+        )
+        if signum:
+            self._signum = int(signum)
             return "interrupted"
-        if validate and self.data.valid is not None and self.validate():
+        if validate and self.data.valid is not None and self._validate_everywhere():
             return "early_stopping"
         if cfg.max_updates is not None and self.state.step >= cfg.max_updates:
             return "max_updates"
-        if cfg.time_budget is not None and self.state.seconds >= cfg.time_budget * 60:
+        if out_of_time_main:
             return "time_budget"
         return None
+
+    def _validate_everywhere(self, *, final: bool = False) -> bool:
+        """Rank 0 validates (and saves); the others wait for its verdict and learning rate.
+        Return whether to stop early."""
+        stop = self.validate(final=final) if self.dist.is_main else False
+        stop_code, lr = self.dist.broadcast([stop, self.schedule.base_lr])
+        self.schedule.base_lr = lr
+        self.state.validated_step = self.state.step
+        return bool(stop_code)
 
     # --------------------------------------------------------------------- reporting
 
     def _write_metrics(self, record: dict[str, Any]) -> None:
+        if not self.dist.is_main:
+            return
         line = " ".join(
             f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()
         )
@@ -434,16 +608,22 @@ class TrainingLoop:
         log.info("%s", line)
 
     def _log_train(self, window: Window) -> None:
+        """Every rank: the window's loss summed over the ranks; rank 0 writes it."""
+        loss_sum, nll_sum = self.dist.all_reduce([window.loss_sum, window.nll_sum])
+        tokens, updates = max(window.global_tokens, 1), max(window.updates, 1)
+        nll = nll_sum / tokens
         self._write_metrics(
             {
                 "kind": "train",
                 "step": self.state.step,
                 "epoch": self.state.epoch,
-                "loss": window.loss,
-                "nll": window.nll,
-                "ppl": math.exp(min(window.nll, 50.0)),
+                "loss": loss_sum / tokens,
+                "nll": nll,
+                "ppl": math.exp(min(nll, 50.0)),
                 "lr": self._lr(),
-                "tok_s": window.rate,
+                "tok_s": window.rate,  # target tokens per second, all ranks together
+                "tokens_per_update": window.global_tokens / updates,
+                "sentences_per_update": window.sentences / updates,
                 "seconds": round(self.state.seconds, 1),
             }
         )

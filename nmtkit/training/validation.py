@@ -32,7 +32,7 @@ def validation_nll(
     device = next(model.parameters()).device
     with torch.inference_mode(), autocast(precision, device):
         for indices in valid.batches(max_tokens=max_tokens, max_sentences=max_sentences):
-            batch = valid.batch(indices)
+            batch = valid.batch(indices).to(device)
             _, nll = model.loss(batch)
             total += float(nll)
             tokens += batch.num_tgt_tokens

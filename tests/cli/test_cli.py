@@ -73,6 +73,7 @@ HELP_OPTIONS = {
         "--vocab-size",
         "--max-len",
         "--skip-invalid",
+        "--workers",
     ],
     "train": [
         "--save-dir",

@@ -525,6 +525,8 @@ def test_align_rejects_bad_options_with_exit_2(
         ["train", "data", "-o", "model", "--threads", "-1"],
         ["score"],
         ["preprocess", "-s", "en"],
+        [*preprocess_args(Path("corpus"), Path("data")), "--workers", "-1"],
+        [*preprocess_args(Path("corpus"), Path("data")), "--subword-sample", "-1"],
         ["nosuchcommand"],
     ],
     ids=lambda args: "-".join(args[:1] + args[-2:]),

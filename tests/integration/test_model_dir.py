@@ -195,3 +195,23 @@ def test_a_resumed_state_older_than_best_pt_never_replaces_it_with_a_worse_model
     ) in squeeze(resumed.stderr)
     assert (model_dir / "best.pt").read_bytes() == before
     assert torch.load(model_dir / "train_state.pt", weights_only=True)["run"]["best_bleu"] == 99.0
+
+
+def test_a_run_saved_before_newer_model_options_existed_resumes(
+    toy_data: Path, tmp_path: Path
+) -> None:
+    """A train state written before ``model.init`` and ``readout_state`` existed names neither:
+    its model is the one their defaults describe, so --resume continues it."""
+    model_dir = tmp_path / "model"
+    assert train(toy_data, model_dir, "--max-updates", "2").exit_code == 0
+    path = model_dir / "train_state.pt"
+    state = torch.load(path, weights_only=True)
+    state.pop("sha256", None)  # the file is edited by hand here: its checksum no longer holds
+    del state["config"]["model"]["init"]
+    del state["config"]["model"]["decoder"]["readout_state"]
+    torch.save(state, path)
+    (model_dir / "train_state.prev.pt").unlink(missing_ok=True)
+
+    resumed = train(toy_data, model_dir, "--max-updates", "4", "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert steps(model_dir)[-1] == 4

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtkit.data.dataset import TokenDataset, bin_path, idx_path, write_dataset
+from nmtkit.data.dataset import TokenDataset, bin_path, idx_path, write_chunks, write_dataset
 from nmtkit.errors import DataError
 
 _sequences = st.lists(st.lists(st.integers(0, 70_000), max_size=20), max_size=30)
@@ -143,3 +143,31 @@ def test_offsets_that_do_not_match_tokens_raise_data_error(tmp_path: Path) -> No
     idx_path(tmp_path / "d").write_bytes(b"garbage")
     with pytest.raises(DataError, match="corrupt"):
         TokenDataset(tmp_path / "d")
+
+
+@settings(max_examples=25)
+@given(_sequences, st.data())
+def test_chunks_gathered_and_written_equal_the_sequences_written_one_by_one(
+    sequences: list[list[int]], data: st.DataObject
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        whole, part, copy = (Path(folder) / name for name in ("whole", "part", "copy"))
+        write_dataset(whole, sequences)
+        dataset = TokenDataset(whole)
+        indices = data.draw(st.lists(st.integers(0, max(len(sequences) - 1, 0)), max_size=20))
+        indices = sorted(indices) if sequences else []
+        write_dataset(part, [sequences[i] for i in indices])
+        cut = len(indices) // 2
+        write_chunks(
+            copy,
+            [dataset.gather(np.array(c, dtype=np.int64)) for c in (indices[:cut], indices[cut:])],
+        )
+        for path in (bin_path, idx_path):
+            assert path(copy).read_bytes() == path(part).read_bytes()
+
+
+def test_an_id_out_of_range_names_its_sequence_across_chunks(tmp_path: Path) -> None:
+    chunks = [(np.array([1, 2, 3]), np.array([2, 1])), (np.array([4, -5]), np.array([1, 1]))]
+    with pytest.raises(DataError, match="in sequence 3$"):
+        write_chunks(tmp_path / "d", chunks)
+    assert list(tmp_path.iterdir()) == []

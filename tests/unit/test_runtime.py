@@ -24,8 +24,20 @@ def test_auto_follows_the_cpu_and_explicit_choices_stay() -> None:
     assert resolve_precision("auto") == ("bf16" if native_bf16() else "fp32")
     assert resolve_precision("fp32") == "fp32"
     assert resolve_precision("bf16") == "bf16"
-    with pytest.raises(ConfigError, match="unknown precision 'fp16'; choose from auto, fp32, bf16"):
-        resolve_precision("fp16")
+    assert resolve_precision("fp16") == "fp16"
+    with pytest.raises(
+        ConfigError, match="unknown precision 'half'; choose from auto, fp32, bf16, fp16"
+    ):
+        resolve_precision("half")
+
+
+@pytest.mark.parametrize(("bf16", "expected"), [(True, "bf16"), (False, "fp16")])
+def test_auto_on_a_cuda_gpu_is_bf16_where_supported_else_fp16(
+    monkeypatch: pytest.MonkeyPatch, bf16: bool, expected: str
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16)
+    assert resolve_precision("auto", "cuda") == expected
+    assert resolve_precision("fp32", "cuda") == "fp32"
 
 
 def test_config_rejects_an_unknown_precision() -> None:
@@ -34,10 +46,12 @@ def test_config_rejects_an_unknown_precision() -> None:
     assert load_config(overrides=["search.precision=bf16"]).search.precision == "bf16"
 
 
-def test_autocast_runs_matrix_products_in_bf16_only_when_asked() -> None:
+def test_autocast_runs_matrix_products_in_bf16_or_fp16_only_when_asked() -> None:
     a, b = torch.randn(4, 4), torch.randn(4, 4)
     with autocast("bf16"):
         assert (a @ b).dtype == torch.bfloat16
+    with autocast("fp16"):
+        assert (a @ b).dtype == torch.float16
     with autocast("fp32"):
         assert (a @ b).dtype == torch.float32
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sacremoses import MosesDetokenizer, MosesTokenizer
 
+from nmtkit.data.dedup import pair_digests
 from nmtkit.data.text import (
     BOS_ID,
     EOS_ID,
@@ -305,3 +306,15 @@ def test_text_settings_round_trip_through_dicts_coerced_like_config_values() -> 
 def test_text_settings_from_dict_rejects_bad_keys_and_values(data: dict, error: str) -> None:
     with pytest.raises(ConfigError, match=error):
         TextSettings.from_dict(data)
+
+
+def test_pair_cleaner_keeps_chunks_as_it_keeps_single_pairs() -> None:
+    pairs = [("a b", "c d"), ("e", "f"), ("a b", "c d"), ("e", "f"), ("g", "h")]
+    single = PairCleaner(CleanSettings(dedup=True))
+    kept_single = [single.reason(s, t) is None for s, t in pairs]
+    chunked = PairCleaner(CleanSettings(dedup=True))
+    digests = pair_digests([s for s, _ in pairs], [t for _, t in pairs])
+    kept = chunked.keep_new(digests[:3]) + chunked.keep_new(digests[3:])
+    assert kept == kept_single == [True, True, False, False, True]
+    assert chunked.counts == single.counts
+    assert PairCleaner(CleanSettings()).keep_new(digests) == [True] * 5

@@ -299,6 +299,14 @@ def test_a_dead_or_silent_rank_fails_the_run_with_one_line(
     assert time.monotonic() - started < 30
     errors = [line for line in output.splitlines() if line.startswith("nmtkit: error:")]
     cause = "Connection" if fault == "killed" else "Timed out"
+    nmtkit_frames = [line for line in output.splitlines() if "/nmtkit/" in line]
+    assert nmtkit_frames == [], output  # no traceback from nmtkit, only torchrun's own report
+    if fault == "killed" and not errors:
+        # torchrun saw its worker die before rank 0 missed it, and tore the group down itself
+        # (on a loaded machine it often does): its own report then names the dead rank.
+        root_cause = output[output.index("Root Cause") :]
+        assert "rank      : 1" in root_cause and "SIGKILL" in root_cause, output
+        return
     assert any(
         line.startswith("nmtkit: error: rank 0 of 2: lost contact with the other ranks: ")
         and cause in line
@@ -306,5 +314,3 @@ def test_a_dead_or_silent_rank_fails_the_run_with_one_line(
         and "NMTKIT_DIST_TIMEOUT=" in line
         for line in errors
     ), output
-    nmtkit_frames = [line for line in output.splitlines() if "/nmtkit/" in line]
-    assert nmtkit_frames == [], output  # no traceback from nmtkit, only torchrun's own report

@@ -260,6 +260,7 @@ class TrainingLoop:
         self.tgt_text = data.tgt_text
         self._log_file = model_dir / ckpt.LOG
         self._stop = StopSignals()
+        self._epoch_cache: tuple[int, list[np.ndarray]] | None = None
         self._signum = 0  # the stop signal any rank received
 
     # ------------------------------------------------------------------ state and resume
@@ -448,15 +449,20 @@ class TrainingLoop:
         return self.state.batch_in_epoch / max(1, total)
 
     def _batches(self, epoch: int) -> list[np.ndarray]:
-        train = self.data.train
-        return epoch_batches(
-            train.src.lengths,
-            train.tgt.lengths,
-            max_tokens=self.train_config.max_tokens,
-            max_sentences=self.train_config.max_sentences,
-            seed=self.train_config.seed,
-            epoch=epoch,
-        )
+        """The epoch's batches, kept for the epoch at hand: the progress total, the loop and the
+        closing epoch count all ask, and on millions of sentences each cut takes seconds."""
+        if self._epoch_cache is None or self._epoch_cache[0] != epoch:
+            train = self.data.train
+            batches = epoch_batches(
+                train.src.lengths,
+                train.tgt.lengths,
+                max_tokens=self.train_config.max_tokens,
+                max_sentences=self.train_config.max_sentences,
+                seed=self.train_config.seed,
+                epoch=epoch,
+            )
+            self._epoch_cache = (epoch, batches)
+        return self._epoch_cache[1]
 
     def _epochs(self, started: float) -> str:
         cfg = self.train_config

@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from nmtkit.data.preprocess import PreprocessConfig, preprocess
-from nmtkit.data.text import TextSettings
+from nmtkit.data.text import CleanSettings, TextSettings
 
 SYMBOLS = [chr(ord("a") + i) for i in range(12)]
 
@@ -29,21 +29,31 @@ def write_pairs(prefix: Path, pairs: list[tuple[str, str]]) -> None:
     prefix.with_name(prefix.name + ".tgt").write_text("".join(t + "\n" for _, t in pairs))
 
 
+def toy_config(
+    folder: Path,
+    train: list[tuple[str, str]],
+    valid: list[tuple[str, str]],
+    clean: CleanSettings | None = None,
+) -> PreprocessConfig:
+    """Write a toy corpus into ``folder`` and return the config that preprocesses it into
+    ``folder/data`` with a tiny joint vocabulary (and ``clean``'s cleaning, default if None)."""
+    write_pairs(folder / "train", train)
+    write_pairs(folder / "valid", valid)
+    return PreprocessConfig(
+        src_lang="src",
+        tgt_lang="tgt",
+        trainpref=str(folder / "train"),
+        validpref=str(folder / "valid"),
+        destdir=str(folder / "data"),
+        text=TextSettings(normalize=False),
+        clean=clean or CleanSettings(),
+        vocab_size=40,
+    )
+
+
 def preprocess_toy(
     folder: Path, train: list[tuple[str, str]], valid: list[tuple[str, str]]
 ) -> Path:
     """Preprocess a toy corpus into ``folder/data`` with a tiny joint vocabulary."""
-    write_pairs(folder / "train", train)
-    write_pairs(folder / "valid", valid)
-    preprocess(
-        PreprocessConfig(
-            src_lang="src",
-            tgt_lang="tgt",
-            trainpref=str(folder / "train"),
-            validpref=str(folder / "valid"),
-            destdir=str(folder / "data"),
-            text=TextSettings(normalize=False),
-            vocab_size=40,
-        )
-    )
+    preprocess(toy_config(folder, train, valid))
     return folder / "data"

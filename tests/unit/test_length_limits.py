@@ -16,13 +16,13 @@ from rich.console import Console
 
 from nmtkit.alignment.corpus import align_corpus
 from nmtkit.data.dataset import TokenDataset, write_dataset
-from nmtkit.data.preprocess import PreprocessConfig, load_manifest, preprocess, summary_table
-from nmtkit.data.text import CleanSettings, TextSettings
+from nmtkit.data.preprocess import load_manifest, preprocess, summary_table
+from nmtkit.data.text import CleanSettings
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.search import GreedySearch
 from nmtkit.search.decode import LengthPolicy, decode_sequences
 from nmtkit.training.data import TrainingData
-from tests.toy_corpora import SYMBOLS, reverse_pairs, write_pairs
+from tests.toy_corpora import SYMBOLS, reverse_pairs, toy_config
 from tests.unit.test_models import random_ids, tiny_model
 
 # One whitespace token of random symbols: thousands of pieces (longer than SentencePiece
@@ -31,18 +31,7 @@ LONG_WORD = "".join(random.Random(0).choice(SYMBOLS) for _ in range(5000))
 
 
 def _preprocess(folder: Path, train, valid, **clean: int) -> tuple[Path, object]:
-    write_pairs(folder / "train", train)
-    write_pairs(folder / "valid", valid)
-    config = PreprocessConfig(
-        src_lang="src",
-        tgt_lang="tgt",
-        trainpref=str(folder / "train"),
-        validpref=str(folder / "valid"),
-        destdir=str(folder / "data"),
-        text=TextSettings(normalize=False),
-        clean=CleanSettings(**clean),
-        vocab_size=40,
-    )
+    config = toy_config(folder, train, valid, CleanSettings(**clean))
     return folder / "data", preprocess(config)
 
 

@@ -50,7 +50,7 @@ class Vocabulary:
     settings: TextSettings
     src_spm: bytes
     tgt_spm: bytes
-    max_src_len: int  # longest source (pieces) seen in training; longer input is truncated
+    max_src_len: int  # longest source (pieces) seen in training (informative: nothing is cut)
 
     def pipelines(self) -> tuple[TextPipeline, TextPipeline]:
         return (

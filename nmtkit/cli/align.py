@@ -96,7 +96,7 @@ def align(
         int | None,
         typer.Option(
             help="Most pieces read of each side of a pair; a longer side is cut to it, with a "
-            "warning naming the pair; 0: no cap \\[default: 1024]."
+            "warning naming the pair; 0: no cap \\[default: 0, whole pairs]."
         ),
     ] = None,
     device: Device = "cpu",

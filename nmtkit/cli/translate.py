@@ -105,7 +105,7 @@ def translate(
         int | None,
         typer.Option(
             help="Most source pieces read of a line; a longer one is cut to it, with a "
-            "warning naming the line; 0: no cap \\[default: 1024]."
+            "warning naming the line; 0: no cap \\[default: 0, whole lines]."
         ),
     ] = None,
     max_len_a: Annotated[

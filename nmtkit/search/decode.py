@@ -25,7 +25,6 @@ from nmtkit.runtime import autocast
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_SOURCE_LEN = 1024  # pieces a sentence may have before it is cut (memory safety)
 DEFAULT_MAX_TOKENS = 8192  # padded pieces a decoding batch may hold (sentences x (longest + 1))
 
 
@@ -34,16 +33,16 @@ class LengthPolicy:
     """How translate and align (and anything else that runs a model over sentences) treat long
     input: one rule, kept here.
 
-    A sentence is read whole up to ``max_source_len`` pieces, however much longer than the
-    training sentences (an RNN has no position limit); a longer one is cut to that many, with a
-    warning naming it (:meth:`cut`). Sentences are batched by length so that
+    A sentence is read whole, however much longer than the training sentences: no encoder has a
+    position limit, and nothing is cut unless the user asks for ``max_source_len`` (then a
+    longer sentence is cut to that many pieces, with a warning naming it: :meth:`cut`). Sentences are batched by length so that
     *sentences × (longest + 1)* stays within ``max_tokens`` (:meth:`batches`): a batch of long
     sentences holds fewer of them, and a sentence longer than the budget is decoded alone, so
     memory grows with one sentence's length, not with the batch size times the longest.
 
     Attributes:
         max_source_len: the most pieces of a sentence (EOS not counted) the model reads;
-            0 for no cap.
+            0 (the default) for no cap.
         max_tokens: the budget of a batch in padded pieces, EOS included (a beam search holds
             beam-size times as many).
 
@@ -51,7 +50,7 @@ class LengthPolicy:
         ConfigError: ``max_source_len`` below 0 or ``max_tokens`` below 1.
     """
 
-    max_source_len: int = DEFAULT_MAX_SOURCE_LEN
+    max_source_len: int = 0
     max_tokens: int = DEFAULT_MAX_TOKENS
 
     def __post_init__(self) -> None:

@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align bench-distributed bench-scale figures clean
+.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align bench-distributed bench-scale bench-long figures clean
 
 install: $(STAMP)
 
@@ -58,6 +58,9 @@ bench-align: install    # ~35 min: attention alignments vs eflomal, AER on the H
 
 bench-scale: install    # ~30 min: preprocess 300k and 3M pairs, training start-up, a 1M-line translate stream
 	$(RUN) benchmarks/scale.sh
+
+bench-long: install     # ~40 min: joined test sentences (2, 3, 4 a line) per model variant and decoding
+	$(RUN) benchmarks/long_inputs.sh
 
 bench: bench-speed bench-quality
 

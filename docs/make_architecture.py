@@ -255,7 +255,7 @@ align       sentence pairs ─Seq2Seq.force_decode─> attention ─merge_to_wor
 | `search/` | `GreedySearch`, `BeamSearch`, `SamplingSearch`; `decode.py`: `decode_sequences`, the one batched decoding loop over many sentences. |
 | `training/` | `train()`, `TrainingLoop`, validation, learning-rate schedules, `TrainingData`. |
 | `checkpoint.py` | model directory, `save_checkpoint`, `load_model`. |
-| `translation/translator.py`, `translation/formats.py` | `Translator` (streaming, chunked) and the output writers. |
+| `translation/translator.py`, `translation/results.py`, `translation/splitting.py`, `translation/formats.py` | `Translator` (streaming, chunked) and the `Translation` it returns; `--split-sentences` (sentencex sentences, joined back in the line's layout); the output writers. |
 | `scoring/metrics.py` | sacreBLEU scoring; `scoring/comparison.py`, `significance.py`, `length_buckets.py`: several systems, paired tests, BLEU by length. |
 | `alignment/` | attention → word alignments (`corpus.py`, `links.py`), symmetrization, Pharaoh I/O, AER (`gold.py`), heatmaps. |
 
@@ -356,7 +356,8 @@ package to install.
 
 ## Search
 
-`Translator` (`nmtkit/translation/translator.py`) encodes each input line with the source
+`Translator` (`nmtkit/translation/translator.py`) encodes each input line (with
+`--split-sentences`, each of its sentences: `nmtkit/translation/splitting.py`) with the source
 `TextPipeline`, cuts a line over `--max-source-len` pieces with a warning (`LengthPolicy.cut`;
 longer than any training source is fine), and hands each chunk to
 `decode_sequences` (`nmtkit/search/decode.py`), which sorts it by length, searches it in batches

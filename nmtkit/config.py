@@ -47,6 +47,7 @@ def _check_precision(value: str, section: str) -> None:
 
 
 INITS = ("uniform", "paper")  # model.init
+CONCAT_MODES = ("consecutive", "random")  # train.concat_mode
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -93,6 +94,11 @@ class TrainConfig:
     precision: str = "auto"
     device: str = "cpu"  # cpu | cuda | cuda:N (under torchrun, cuda is cuda:LOCAL_RANK)
     update_freq: int = 1  # micro-batches of max_tokens per rank summed into one update
+    # concatenation augmentation (nmtkit.data.concat): each epoch adds concat_rate x pairs
+    # examples of 2..concat_max pairs joined end to end, neighbours (consecutive) or any (random)
+    concat_rate: float = 0.0
+    concat_max: int = 3
+    concat_mode: str = "consecutive"  # consecutive | random
 
     def __post_init__(self) -> None:
         _check_precision(self.precision, "train")
@@ -113,6 +119,12 @@ class TrainConfig:
             raise ConfigError(f"train.lr must be positive, got {self.lr}")
         if self.time_budget is not None and self.time_budget <= 0:
             raise ConfigError(f"train.time_budget must be positive, got {self.time_budget}")
+        if not 0 <= self.concat_rate <= 10:
+            raise ConfigError(f"train.concat_rate must be between 0 and 10, got {self.concat_rate}")
+        if self.concat_max < 2:
+            raise ConfigError(f"train.concat_max must be at least 2, got {self.concat_max}")
+        if self.concat_mode not in CONCAT_MODES:
+            raise unknown_name("concatenation mode", self.concat_mode, CONCAT_MODES, where="train")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -57,3 +57,20 @@ def preprocess_toy(
     """Preprocess a toy corpus into ``folder/data`` with a tiny joint vocabulary."""
     preprocess(toy_config(folder, train, valid))
     return folder / "data"
+
+
+def sentence_reverse_pairs(
+    num: int, *, seed: int, min_len: int = 3, max_len: int = 6, sentences: int = 1
+) -> list[tuple[str, str]]:
+    """Lines of ``sentences`` sentences, each random symbols and a period; the target reverses
+    each sentence's symbols and keeps the sentences in order ("a b c ." -> "c b a .")."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(num):
+        src, tgt = [], []
+        for _ in range(sentences):
+            seq = [rng.choice(SYMBOLS) for _ in range(rng.randint(min_len, max_len))]
+            src.append(" ".join([*seq, "."]))
+            tgt.append(" ".join([*reversed(seq), "."]))
+        pairs.append((" ".join(src), " ".join(tgt)))
+    return pairs

@@ -127,6 +127,14 @@ def translate(
             help="text, nbest (i ||| hypothesis ||| score) or jsonl (scores and alignments)."
         ),
     ] = "text",
+    split_sentences: Annotated[
+        bool,
+        typer.Option(
+            help="Split each line into sentences with sentencex for the source language, "
+            "translate them as one batch and join the translations; whitespace and line count "
+            "kept; jsonl shows each part. Not with --prefix or --nbest above 1."
+        ),
+    ] = False,
     chunk_size: Annotated[
         int | None,
         typer.Option(help="Lines read before translating \\[default: 1000, 1 on a terminal]."),
@@ -147,11 +155,13 @@ def translate(
     """Translate raw text, one sentence a line, streaming from stdin to stdout."""
     from nmtkit.search.decode import LengthPolicy
     from nmtkit.translation.formats import check_output, open_translation_writer
+    from nmtkit.translation.splitting import check_splitting
     from nmtkit.translation.translator import SearchOverrides, check_options, open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
     check_output(output, output_format)  # before the model loads and any input is read
     check_options(chunk_size=chunk_size)
+    check_splitting(split_sentences=split_sentences, nbest=nbest, prefix_path=prefix)
     lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
     translator = open_translator(
         model,
@@ -176,6 +186,7 @@ def translate(
         threads=threads,
         precision=precision,
         lengths=lengths,
+        split_sentences=split_sentences,
     )
     with open_translation_writer(output, output_format) as write:
         for item in translator.translate_stream(input, chunk_size=chunk_size, prefix_path=prefix):

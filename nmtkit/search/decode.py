@@ -35,7 +35,8 @@ class LengthPolicy:
 
     A sentence is read whole, however much longer than the training sentences: no encoder has a
     position limit, and nothing is cut unless the user asks for ``max_source_len`` (then a
-    longer sentence is cut to that many pieces, with a warning naming it: :meth:`cut`). Sentences are batched by length so that
+    longer sentence is cut to that many pieces, with a warning naming it: :meth:`cut`).
+    Sentences are batched by length so that
     *sentences × (longest + 1)* stays within ``max_tokens`` (:meth:`batches`): a batch of long
     sentences holds fewer of them, and a sentence longer than the budget is decoded alone, so
     memory grows with one sentence's length, not with the batch size times the longest.

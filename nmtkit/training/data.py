@@ -1,4 +1,5 @@
-"""What training reads from a data directory: token datasets, references and the vocabulary."""
+"""What training reads from a data directory (token datasets, references, the vocabulary) and
+the examples of each epoch: every pair, plus joined pairs (:mod:`nmtkit.data.concat`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from nmtkit.checkpoint import Vocabulary
-from nmtkit.data.batching import batch_by_tokens, collate
+from nmtkit.data.batching import batch_by_tokens, collate, epoch_batches
+from nmtkit.data.concat import ConcatPolicy, joined_lengths
 from nmtkit.data.datadir import UNRECORDED_MAX_PIECES, load_manifest, load_pipeline, max_pieces
 from nmtkit.data.dataset import TokenDataset
 from nmtkit.data.text import TextPipeline
@@ -41,6 +43,69 @@ class ParallelSplit:
             max_tokens=max_tokens,
             max_sentences=max_sentences,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpochExamples:
+    """The training examples of one epoch: pairs 0..N-1 of ``split``, then example N + m, the
+    pairs of ``joined[m]`` joined end to end on both sides (one EOS, at the very end).
+
+    Attributes:
+        joined: the joined examples' pair indices, [M, P], -1 padded.
+        src_lengths, tgt_lengths: every example's length in pieces (EOS not counted), [N + M].
+    """
+
+    split: ParallelSplit
+    joined: np.ndarray
+    src_lengths: np.ndarray
+    tgt_lengths: np.ndarray
+
+    @classmethod
+    def of(
+        cls, split: ParallelSplit, concat: ConcatPolicy, *, seed: int, epoch: int
+    ) -> EpochExamples:
+        """The epoch's examples, a pure function of (seed, epoch); with no concatenation they
+        are the pairs alone. The joined examples draw from a stream of their own, so that
+        turning concatenation on leaves the pairs' batching generator untouched."""
+        joined = concat.joined(len(split), np.random.default_rng([seed, epoch, 1]))
+        src, tgt = split.src.lengths, split.tgt.lengths
+        if len(joined):
+            src = np.concatenate([src, joined_lengths(src, joined)])
+            tgt = np.concatenate([tgt, joined_lengths(tgt, joined)])
+        return cls(split=split, joined=joined, src_lengths=src, tgt_lengths=tgt)
+
+    def __len__(self) -> int:
+        return len(self.src_lengths)
+
+    def batches(
+        self, *, max_tokens: int, max_sentences: int | None, seed: int, epoch: int
+    ) -> list[np.ndarray]:
+        """The epoch's shuffled token-budget batches of example indices."""
+        return epoch_batches(
+            self.src_lengths,
+            self.tgt_lengths,
+            max_tokens=max_tokens,
+            max_sentences=max_sentences,
+            seed=seed,
+            epoch=epoch,
+        )
+
+    def target_tokens(self, indices: np.ndarray) -> int:
+        """Target pieces of the examples at ``indices``, one EOS each included."""
+        return int(self.tgt_lengths[indices].sum()) + len(indices)
+
+    def batch(self, indices: np.ndarray) -> Batch:
+        """Collate the examples at ``indices``."""
+        num_pairs = len(self.split)
+        if len(self.joined) == 0 or int(indices.max()) < num_pairs:
+            return self.split.batch(indices)
+        src, tgt = [], []
+        for index in indices.tolist():
+            pairs = [index] if index < num_pairs else self.joined[index - num_pairs]
+            pairs = [int(i) for i in pairs if i >= 0]
+            src.append(np.concatenate([self.split.src[i] for i in pairs]))
+            tgt.append(np.concatenate([self.split.tgt[i] for i in pairs]))
+        return collate(src, tgt, indices.tolist())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,14 +25,14 @@ import torch
 from nmtkit import checkpoint as ckpt
 from nmtkit.config import Config, TrainConfig, config_from_dict, dump_yaml
 from nmtkit.console import progress
-from nmtkit.data.batching import epoch_batches
+from nmtkit.data.concat import ConcatPolicy
 from nmtkit.data.text import PAD_ID
 from nmtkit.errors import CheckpointError, DataError, Interrupted, unknown_name
 from nmtkit.files import atomic_write, check_writable_dir, remove_stale_temporaries, writing
 from nmtkit.models import Seq2Seq, build_model
 from nmtkit.registry import Batch
 from nmtkit.runtime import autocast, resolve_device, resolve_precision, tune_allocator
-from nmtkit.training.data import TrainingData
+from nmtkit.training.data import EpochExamples, TrainingData
 from nmtkit.training.distributed import Distributed, session
 from nmtkit.training.loop import StopSignals, Window, signal_name
 from nmtkit.training.schedule import Schedule, build_schedule
@@ -70,6 +70,13 @@ class RunState:
     validated_step: int = -1  # the step of the last validation
     seconds: float = 0.0  # training wall time so far, across resumes
     stop_reason: str | None = None  # why the run ended; None while it runs or when interrupted
+
+
+def concat_policy(config: TrainConfig) -> ConcatPolicy:
+    """The concatenation augmentation that ``train.concat_*`` ask for."""
+    return ConcatPolicy(
+        rate=config.concat_rate, max_parts=config.concat_max, mode=config.concat_mode
+    )
 
 
 def seed_everything(seed: int) -> None:
@@ -260,7 +267,7 @@ class TrainingLoop:
         self.tgt_text = data.tgt_text
         self._log_file = model_dir / ckpt.LOG
         self._stop = StopSignals()
-        self._epoch_cache: tuple[int, list[np.ndarray]] | None = None
+        self._epoch_cache: tuple[int, EpochExamples, list[np.ndarray]] | None = None
         self._signum = 0  # the stop signal any rank received
 
     # ------------------------------------------------------------------ state and resume
@@ -451,18 +458,23 @@ class TrainingLoop:
     def _batches(self, epoch: int) -> list[np.ndarray]:
         """The epoch's batches, kept for the epoch at hand: the progress total, the loop and the
         closing epoch count all ask, and on millions of sentences each cut takes seconds."""
+        return self._epoch(epoch)[1]
+
+    def _epoch(self, epoch: int) -> tuple[EpochExamples, list[np.ndarray]]:
+        """The epoch's examples (pairs and joined pairs) and their batches, cut once."""
         if self._epoch_cache is None or self._epoch_cache[0] != epoch:
-            train = self.data.train
-            batches = epoch_batches(
-                train.src.lengths,
-                train.tgt.lengths,
-                max_tokens=self.train_config.max_tokens,
-                max_sentences=self.train_config.max_sentences,
-                seed=self.train_config.seed,
+            cfg = self.train_config
+            examples = EpochExamples.of(
+                self.data.train, concat_policy(cfg), seed=cfg.seed, epoch=epoch
+            )
+            batches = examples.batches(
+                max_tokens=cfg.max_tokens,
+                max_sentences=cfg.max_sentences,
+                seed=cfg.seed,
                 epoch=epoch,
             )
-            self._epoch_cache = (epoch, batches)
-        return self._epoch_cache[1]
+            self._epoch_cache = (epoch, examples, batches)
+        return self._epoch_cache[1], self._epoch_cache[2]
 
     def _epochs(self, started: float) -> str:
         cfg = self.train_config
@@ -535,10 +547,10 @@ class TrainingLoop:
         self.forward.train()
         if rank:  # rank 0 keeps its generator's stream (saved); the others re-derive theirs
             torch.manual_seed(rank_seed(self.train_config.seed, rank, self.state.step))
-        train = self.data.train
+        examples = self._epoch(self.state.epoch)[0]
         # The global batch's target tokens (EOS included) and sentences: every rank knows the
         # whole group, so this needs no communication.
-        tokens = sum(int(train.tgt.lengths[indices].sum()) + len(indices) for indices in group)
+        tokens = sum(examples.target_tokens(indices) for indices in group)
         sentences = sum(len(indices) for indices in group)
         lr = self.schedule.lr_at(self.state.step + 1)
         for param_group in self.optimizer.param_groups:
@@ -551,7 +563,7 @@ class TrainingLoop:
         loss_sum = nll_sum = 0.0
         my_tokens = 0
         for k, indices in enumerate(mine):
-            batch = self._on_device(train.batch(indices))
+            batch = self._on_device(examples.batch(indices))
             with self.dist.no_sync(self.forward, sync=k == len(mine) - 1):
                 with autocast(self.precision, self.device):
                     loss, nll = self.forward(batch)

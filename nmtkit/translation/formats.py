@@ -6,13 +6,13 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
-from typing import IO
+from typing import IO, Any
 
 from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.errors import unknown_name
 from nmtkit.files import atomic_write, check_writable
-from nmtkit.translation.translator import Translation
+from nmtkit.translation.results import Translation
 
 
 def format_text(item: Translation) -> str:
@@ -25,9 +25,11 @@ def format_nbest(item: Translation) -> str:
 
 
 def format_jsonl(item: Translation) -> str:
-    """One JSON object per sentence: source, best translation, score, alignment and n-best."""
+    """One JSON object per line: source, best translation, score, alignment and n-best; with
+    sentence splitting, also ``parts``, each sentence with its translation, score and
+    alignment."""
     best = item.candidates[0]
-    record = {
+    record: dict[str, Any] = {
         "id": item.index,
         "src": item.source,
         "hyp": best.text,
@@ -38,6 +40,16 @@ def format_jsonl(item: Translation) -> str:
             for c in item.candidates
         ],
     }
+    if item.parts is not None:
+        record["parts"] = [
+            {
+                "src": part.source,
+                "hyp": part.candidate.text,
+                "score": round(part.candidate.score, 6),
+                "alignment": _pharaoh(part.candidate.links),
+            }
+            for part in item.parts
+        ]
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 

@@ -2,7 +2,8 @@
 
 Each chunk is sorted by length, cut into batches under a token budget, searched, and written
 back in input order, so that a pipe or an interactive session sees each chunk as soon as it is
-done. Long lines follow the one :class:`~nmtkit.search.decode.LengthPolicy`.
+done. Long lines follow the one :class:`~nmtkit.search.decode.LengthPolicy`. With sentence
+splitting, a chunk's lines are cut into sentences, translated as one batch and joined back.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from nmtkit import registry
 from nmtkit.alignment.links import Link, argmax_links, piece_weights_to_words
 from nmtkit.checkpoint import LoadedModel, load_model
+from nmtkit.data.text import words
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import read_lines
 from nmtkit.registry import Hypothesis, SearchStrategy
@@ -29,31 +31,25 @@ from nmtkit.search.overrides import (
     max_hypotheses,
     resolve_search,
 )
+from nmtkit.translation.results import Candidate, Part, Translation
+from nmtkit.translation.splitting import (
+    PREFIX_WITH_SPLITTING,
+    SentenceSplitter,
+    check_splitting,
+    join_parts,
+)
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Candidate:
-    """One hypothesis as text: its score (:attr:`nmtkit.registry.Hypothesis.score`) and, when
-    asked for, its word alignment as (source word, target word) links, 0-based."""
+class _Found:
+    """What the search found for one text: the source pieces it read (fewer than the text's
+    when ``--max-source-len`` cut it), the text's words, and its hypotheses, best first."""
 
-    text: str
-    score: float
-    links: tuple[Link, ...] | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Translation:
-    """The translations of input line ``index`` (0-based), best first."""
-
-    index: int
-    source: str
-    candidates: tuple[Candidate, ...]
-
-    @property
-    def text(self) -> str:
-        return self.candidates[0].text if self.candidates else ""
+    pieces: list[str]
+    num_words: int
+    hypotheses: list[Hypothesis]
 
 
 class Translator:
@@ -69,9 +65,12 @@ class Translator:
             None.
         lengths: how long lines are cut and batched; the defaults of :class:`LengthPolicy`
             when None.
+        split_sentences: cut each line into sentences (sentencex, for the model's source
+            language), translate them and join their translations (:class:`Translation`).
 
     Raises:
-        ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`).
+        ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`), or
+            ``nbest`` above 1 with ``split_sentences`` (:func:`check_splitting`).
     """
 
     def __init__(
@@ -86,8 +85,10 @@ class Translator:
         with_alignment: bool = False,
         precision: str | None = None,
         lengths: LengthPolicy | None = None,
+        split_sentences: bool = False,
     ) -> None:
         check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
+        check_splitting(split_sentences=split_sentences, nbest=nbest)
         search = loaded.config.search
         self.loaded = loaded
         self.strategy = strategy or build_strategy(search.strategy)
@@ -106,6 +107,7 @@ class Translator:
         self.lengths = lengths or LengthPolicy()
         device = next(loaded.model.parameters()).device
         self.precision = resolve_precision(precision or search.precision, device)
+        self.splitter = SentenceSplitter(loaded.vocab.src_lang) if split_sentences else None
 
     def translate_stream(
         self,
@@ -122,11 +124,12 @@ class Translator:
                 whole input is read before translating, to check that the line counts match.
 
         Raises:
-            ConfigError: a chunk size below 1.
+            ConfigError: a chunk size below 1, or a prefix file with sentence splitting.
             DataError: the input or prefix file is missing or not valid UTF-8 (naming the line),
                 or the prefix file's line count is not the input's.
         """
         check_options(chunk_size=chunk_size)
+        check_splitting(split_sentences=self.splitter is not None, prefix_path=prefix_path)
         if chunk_size is None:
             chunk_size = 1 if str(path) == "-" and sys.stdin.isatty() else 1000
         lines: Iterable[str] = (line or "" for line in read_lines(path))
@@ -187,18 +190,81 @@ class Translator:
         self, lines: Sequence[str], *, offset: int = 0, prefixes: Sequence[str] | None = None
     ) -> list[Translation]:
         """Translate one chunk of lines numbered from ``offset``, each starting with its
-        ``prefixes`` entry (raw target text, '' for none); an empty line stays empty."""
-        src_text = self.loaded.src_text
-        ids = [
-            self.lengths.cut(src_text.encode(line), what=f"input line {number}")
-            if line.strip()
-            else []
-            for number, line in enumerate(lines, start=offset + 1)
+        ``prefixes`` entry (raw target text, '' for none); an empty line stays empty.
+
+        With sentence splitting, the sentences of all the chunk's lines are translated as one
+        batch, and each line gets one translation that joins its sentences' (see
+        :class:`Translation`).
+
+        Raises:
+            ConfigError: a prefix with sentence splitting.
+        """
+        if self.splitter is not None:
+            if prefixes is not None and any(p.strip() for p in prefixes):
+                raise ConfigError(PREFIX_WITH_SPLITTING)
+            return self._translate_split(lines, offset=offset)
+        labels = [f"input line {number}" for number in range(offset + 1, offset + len(lines) + 1)]
+        found = self._search(lines, labels=labels, prefixes=prefixes)
+        return [
+            Translation(
+                index=offset + i,
+                source=line,
+                candidates=tuple(self._candidate(h, sentence.pieces) for h in sentence.hypotheses)
+                or (self._no_candidate(),),
+            )
+            for i, (line, sentence) in enumerate(zip(lines, found, strict=True))
         ]
-        pieces = [src_text.id_to_piece(seq) for seq in ids]
+
+    def _translate_split(self, lines: Sequence[str], *, offset: int) -> list[Translation]:
+        assert self.splitter is not None
+        splits = [self.splitter.split(line) for line in lines]
+        texts = [sentence for split in splits for sentence in split.sentences]
+        labels = [
+            f"sentence {k} of input line {number}"
+            for number, split in enumerate(splits, start=offset + 1)
+            for k in range(1, len(split.sentences) + 1)
+        ]
+        found = iter(self._search(texts, labels=labels))
+        translations = []
+        for i, (line, split) in enumerate(zip(lines, splits, strict=True)):
+            sentences = [next(found) for _ in split.sentences]
+            best = [
+                sentence.hypotheses[0] if sentence.hypotheses else None for sentence in sentences
+            ]
+            parts = tuple(
+                Part(source=text, candidate=self._best(hyp, sentence.pieces))
+                for text, hyp, sentence in zip(split.sentences, best, sentences, strict=True)
+            )
+            joined = (
+                join_parts(
+                    split,
+                    parts,
+                    num_src_words=[sentence.num_words for sentence in sentences],
+                    num_tgt_words=[self._num_tgt_words(hyp) for hyp in best],
+                )
+                if parts
+                else self._no_candidate()
+            )
+            translations.append(
+                Translation(index=offset + i, source=line, candidates=(joined,), parts=parts)
+            )
+        return translations
+
+    def _search(
+        self,
+        texts: Sequence[str],
+        *,
+        labels: Sequence[str],
+        prefixes: Sequence[str] | None = None,
+    ) -> list[_Found]:
+        """Search every text (an empty one gets no hypotheses); ``labels`` name them in the
+        warning of a cut (e.g. "input line 12")."""
+        src_text = self.loaded.src_text
+        full = [src_text.encode(text) if text.strip() else [] for text in texts]
+        ids = [self.lengths.cut(seq, what=label) for seq, label in zip(full, labels, strict=True)]
         busy = [i for i, seq in enumerate(ids) if seq]
         prefix_ids = self._encode_prefixes(prefixes)
-        found = decode_sequences(
+        hypotheses = decode_sequences(
             self.loaded.model,
             [ids[i] for i in busy],
             self.strategy,
@@ -210,18 +276,26 @@ class Translator:
             prefixes=None if prefix_ids is None else [prefix_ids[i] for i in busy],
             precision=self.precision,
         )
-        hypotheses: list[list[Hypothesis]] = [[] for _ in lines]
-        for i, hyps in zip(busy, found, strict=True):
-            hypotheses[i] = hyps[: self.nbest]
-        return [
-            Translation(
-                index=offset + i,
-                source=line,
-                candidates=tuple(self._candidate(h, pieces[i]) for h in hypotheses[i])
-                or (Candidate(text="", score=0.0, links=() if self.with_alignment else None),),
+        by_text: list[list[Hypothesis]] = [[] for _ in texts]
+        for i, hyps in zip(busy, hypotheses, strict=True):
+            by_text[i] = hyps[: self.nbest]
+        found = []
+        for seq, read, hyps in zip(full, ids, by_text, strict=True):
+            pieces = src_text.id_to_piece(seq)
+            found.append(
+                _Found(pieces=pieces[: len(read)], num_words=len(words(pieces)), hypotheses=hyps)
             )
-            for i, line in enumerate(lines)
-        ]
+        return found
+
+    def _best(self, hyp: Hypothesis | None, src_pieces: list[str]) -> Candidate:
+        return self._no_candidate() if hyp is None else self._candidate(hyp, src_pieces)
+
+    def _num_tgt_words(self, hyp: Hypothesis | None) -> int:
+        return 0 if hyp is None else len(words(self.loaded.tgt_text.id_to_piece(hyp.tokens)))
+
+    def _no_candidate(self) -> Candidate:
+        """What an empty line translates to."""
+        return Candidate(text="", score=0.0, links=() if self.with_alignment else None)
 
     def _encode_prefixes(self, prefixes: Sequence[str] | None) -> list[list[int]] | None:
         if prefixes is None or not any(p.strip() for p in prefixes):
@@ -251,16 +325,18 @@ def open_translator(
     threads: int | None = None,
     precision: str | None = None,
     lengths: LengthPolicy | None = None,
+    split_sentences: bool = False,
 ) -> Translator:
     """Load a model and set up its translator; None keeps the model's own search settings.
 
     Raises:
         CheckpointError: ``model_path`` holds no usable checkpoint.
-        ConfigError: ``nbest`` above the beam size or number of samples, a batch size below 1,
-            a negative output cap, or search overrides that conflict or are out of range
-            (:func:`resolve_search`).
+        ConfigError: ``nbest`` above the beam size or number of samples (or above 1 with
+            ``split_sentences``), a batch size below 1, a negative output cap, or search
+            overrides that conflict or are out of range (:func:`resolve_search`).
     """
     check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
+    check_splitting(split_sentences=split_sentences, nbest=nbest)  # before the model loads
     if threads:
         torch.set_num_threads(threads)
     tune_allocator()
@@ -282,6 +358,7 @@ def open_translator(
         with_alignment=with_alignment,
         precision=precision,
         lengths=lengths,
+        split_sentences=split_sentences,
     )
     log.info("search: %s", describe_search(spec, precision=translator.precision))
     return translator

@@ -89,12 +89,16 @@ def test_translate_reads_a_line_longer_than_any_training_source_whole(
     assert "WARNING" not in result.stderr
 
 
-def test_translate_cuts_a_3000_piece_line_to_max_source_len_with_a_warning(
+def test_translate_reads_a_3000_piece_line_whole_unless_max_source_len_cuts_it(
     cli: Invoke, model_dir: Path, val_pairs: tuple[list[str], list[str]]
 ) -> None:
     lines = [val_pairs[0][0], long_line(val_pairs, 250), ""]
     args = ["translate", "-m", str(model_dir), "--greedy", "--max-len-a", "0", "--max-len-b", "3"]
-    result = cli(args, input="".join(f"{x}\n" for x in lines))
+    whole = cli(args, input="".join(f"{x}\n" for x in lines))
+    assert whole.exit_code == 0, whole.output
+    assert len(whole.stdout.split("\n")[:-1]) == 3
+    assert "max-source-len" not in flat(whole.stderr)  # no cap by default: nothing is cut
+    result = cli([*args, "--max-source-len", "1024"], input="".join(f"{x}\n" for x in lines))
     assert result.exit_code == 0, result.output
     assert len(result.stdout.split("\n")[:-1]) == 3
     warning = flat(result.stderr)

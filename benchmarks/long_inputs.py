@@ -35,7 +35,7 @@ def table(out: Path) -> None:
         for p in sorted(out.glob("ref.x*"))
     }
     rows = []
-    for folder in sorted(p for p in out.glob("*/*") if p.is_dir()):
+    for folder in sorted(p for p in out.glob("*/*") if p.is_dir() and any(p.glob("x1.*"))):
         row: dict[str, object] = {"model": folder.parent.name, "decoding": folder.name}
         for k, ref in sorted(refs.items()):
             hyp_path = next(folder.glob(f"x{k}.*"), None)

@@ -34,7 +34,7 @@ train_one() {  # name overrides...
   local name=$1; shift
   local sets=()
   for o in "$@"; do sets+=(--set "$o"); done
-  if [ -f "$OUT/models/$name/checkpoint_best.pt" ] && [ -z "${RETRAIN:-}" ]; then
+  if [ -f "$OUT/models/$name/best.pt" ] && [ -z "${RETRAIN:-}" ]; then
     log "model $name: kept (RETRAIN=1 trains it again)"; return
   fi
   log "training $name (${*:-default})"
@@ -50,20 +50,21 @@ for variant in $VARIANTS; do
 done
 wait
 
+translate_one() {  # model output flags...: kept when newer than the model's best.pt
+  local model=$1 output=$2 input=$3; shift 3
+  if [ "$output" -nt "$OUT/models/$model/best.pt" ]; then return; fi
+  nmtkit translate -m "$OUT/models/$model" -q "$@" < "$input" > "$output.tmp"
+  mv "$output.tmp" "$output"
+}
 for variant in $VARIANTS; do
   name=${variant%%:*}
-  for decoding in $DECODINGS; do
+  for decoding in $DECODINGS split:--split-sentences; do
     dname=${decoding%%:*} flags=${decoding#*:}
     mkdir -p "$OUT/$name/$dname"
     for k in 1 2 3 4; do
       # shellcheck disable=SC2086
-      nmtkit translate -m "$OUT/models/$name" -q $flags < "$OUT/src.x$k" > "$OUT/$name/$dname/x$k.de"
+      translate_one "$name" "$OUT/$name/$dname/x$k.de" "$OUT/src.x$k" $flags
     done
-  done
-  mkdir -p "$OUT/$name/split"
-  for k in 1 2 3 4; do
-    nmtkit translate -m "$OUT/models/$name" -q --split-sentences < "$OUT/src.x$k" \
-      > "$OUT/$name/split/x$k.de"
   done
   cat "$OUT/$name/beam5"/x{1,2,3,4}.de > "$OUT/$name/mixed.beam5.de"
   cat "$OUT/$name/split"/x{1,2,3,4}.de > "$OUT/$name/mixed.split.de"

@@ -368,6 +368,14 @@ the same `LengthPolicy`. The output cap is ⌊a·|x| + b⌋ target pieces, at
 least 1, EOS excluded, where |x| is the number of source pieces, a = `max_len_a` and
 b = `max_len_b`; at the cap only EOS may follow. PAD and BOS are never generated.
 
+With `translate --shortlist`, `decode_sequences` searches each batch through a `Shortlist`
+(`nmtkit/search/shortlist.py`, built by `nmtkit/translation/shortlist.py` from IBM Model 1,
+`nmtkit/alignment/ibm1.py`): the batch's candidate target pieces V' (each source piece's
+`top_k`, the frequent pieces, the special ids, the prefix words) are numbered 0..V'−1, the
+search runs unchanged over a model whose `decode_step` projects onto those rows of the output
+layer alone (`Decoder.step(..., vocab=...)`), and the hypotheses' words are mapped back to ids;
+a sentence with a source piece the shortlist lacks is searched apart, over the whole vocabulary.
+
 **Greedy** takes the most probable word at each step; its score is log p / (|y| + 1).
 **Sampling** (`SamplingSearch`) draws each word from the model's distribution, sharpened by a
 temperature and cut to the top k words or the nucleus of mass p; every sentence has its own

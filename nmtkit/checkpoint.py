@@ -5,7 +5,8 @@ and builtin containers, so ``torch.load(..., weights_only=True)`` reads it: the 
 the weights, both SentencePiece models (as uint8 tensors) and the text settings. Every file
 written here carries a SHA-256 of its own contents, checked on load, so a damaged file is an
 error instead of a model with wrong weights; ``train_state.prev.pt`` keeps the state before the
-newest for a resume when the newest is damaged.
+newest for a resume when the newest is damaged. ``shortlist.npz``, once ``nmtkit shortlist``
+has built it, is the vocabulary shortlist of ``translate --shortlist``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ DIGEST = "sha256"  # the payload key of a file's checksum (see payload_digest)
 CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"
 LOG = "train.log"
+SHORTLIST = "shortlist.npz"  # the vocabulary shortlist of ``translate --shortlist``
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -57,6 +59,11 @@ class Vocabulary:
             TextPipeline(self.settings, self.src_lang, self.src_spm),
             TextPipeline(self.settings, self.tgt_lang, self.tgt_spm),
         )
+
+    @property
+    def fingerprint(self) -> str:
+        """What the ids mean: :func:`vocabulary_fingerprint` of both SentencePiece models."""
+        return vocabulary_fingerprint(self.src_spm, self.tgt_spm)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +85,16 @@ class Vocabulary:
             tgt_spm=data["tgt_spm"].numpy().tobytes(),
             max_src_len=int(data["max_src_len"]),
         )
+
+
+def vocabulary_fingerprint(src_spm: bytes, tgt_spm: bytes) -> str:
+    """SHA-256 (hex) of a source and a target SentencePiece model: equal fingerprints mean that
+    every piece id means the same piece (what a vocabulary shortlist is keyed by)."""
+    sha = hashlib.sha256()
+    for model in (src_spm, tgt_spm):
+        sha.update(len(model).to_bytes(8, "little"))
+        sha.update(model)
+    return sha.hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)

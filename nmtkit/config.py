@@ -42,6 +42,12 @@ def component(kind: str, name: str) -> Any:
 
 
 def _check_precision(value: str, section: str) -> None:
+    if value == "int8":
+        raise ConfigError(
+            "precision 'int8' is for translation only; choose from " + ", ".join(PRECISIONS),
+            where=f"{section}.precision",
+            hint="int8 weights are asked for when translating: translate/align --precision int8",
+        )
     if value not in PRECISIONS:
         raise unknown_name("precision", value, PRECISIONS, where=f"{section}.precision")
 

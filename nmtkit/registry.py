@@ -299,8 +299,15 @@ class Decoder(nn.Module, Component):
         """Project readout vectors [..., M] to logits [..., V]."""
         raise NotImplementedError
 
-    def step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
-        """Advance one step from y_{i-1} [B] and s_{i-1}."""
+    def step(
+        self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None
+    ) -> StepOutput:
+        """Advance one step from y_{i-1} [B] and s_{i-1}.
+
+        ``vocab`` (a vocabulary shortlist) restricts the output to those ids, ascending, [V']:
+        ``log_probs`` is then [B, V'], normalized over them alone, and only their rows of the
+        output layer are computed. Search passes it only under ``translate --shortlist``.
+        """
         raise NotImplementedError
 
 

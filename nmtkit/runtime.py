@@ -31,7 +31,10 @@ from nmtkit.errors import ConfigError, unknown_name
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")  # train.precision, search.precision
+# Translation and alignment also take int8: the decoder's linear layers get int8 weights through
+# torchao (nmtkit.models.quantization); the rest of the model runs in fp32. Training cannot.
+INFERENCE_PRECISIONS = (*PRECISIONS, "int8")
 
 _M_TRIM_THRESHOLD = -1  # glibc mallopt parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -129,13 +132,15 @@ def native_bf16(device: torch.device | str = "cpu") -> bool:
 
 def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str:
     """``auto`` becomes ``bf16`` where the device has native bf16; else ``fp16`` on a CUDA GPU
-    (training then scales the loss with a ``GradScaler``) and ``fp32`` anywhere else.
+    (training then scales the loss with a ``GradScaler``) and ``fp32`` anywhere else. Any other
+    of :data:`INFERENCE_PRECISIONS` stays as it is (``int8`` is for translation and alignment:
+    the configs accept only :data:`PRECISIONS`).
 
     Raises:
         ConfigError: an unknown precision.
     """
-    if precision not in PRECISIONS:
-        raise unknown_name("precision", precision, PRECISIONS)
+    if precision not in INFERENCE_PRECISIONS:
+        raise unknown_name("precision", precision, INFERENCE_PRECISIONS)
     if precision == "auto":
         if native_bf16(device):
             return "bf16"
@@ -149,7 +154,7 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 @contextlib.contextmanager
 def autocast(precision: str, device: torch.device | str = "cpu") -> Iterator[None]:
     """Run matrix products in bf16 or fp16 inside the block when ``precision`` (resolved) says
-    so; fp32 runs the block as it is."""
+    so; fp32 and int8 (whose quantized layers ignore autocast) run the block as it is."""
     device = torch.device(device)
     dtype = DTYPES.get(resolve_precision(precision, device))
     if dtype is None:

@@ -99,6 +99,7 @@ def align_corpus(
     threshold: float = 0.5,
     batch_size: int = 64,
     lengths: LengthPolicy | None = None,
+    precision: str = "fp32",
 ) -> Iterator[WordAlignment]:
     """Force-decode each target with the model and turn its attention into word alignments.
 
@@ -115,14 +116,20 @@ def align_corpus(
         batch_size: the most pairs in a batch.
         lengths: the length policy; :class:`~nmtkit.search.decode.LengthPolicy`'s defaults
             when None.
+        precision: of the matrix products (:func:`nmtkit.runtime.resolve_precision`); ``int8``
+            gives the model's decoder int8 weights in place
+            (:func:`nmtkit.models.quantization.quantize_int8`).
 
     Raises:
-        ConfigError: an unknown method, or a threshold outside (0, 1].
+        ConfigError: an unknown method or precision, a threshold outside (0, 1], or ``int8``
+            without torchao.
         DataError: the two sides differ in length.
     """
     import torch
 
     from nmtkit.data.batching import collate
+    from nmtkit.models.quantization import quantize_int8
+    from nmtkit.runtime import autocast, resolve_precision
     from nmtkit.search.decode import LengthPolicy
 
     extract = extractor(method)
@@ -130,6 +137,9 @@ def align_corpus(
     pairs = iter(zip(src_lines, tgt_lines, strict=True))
     model = loaded.model.eval()
     device = next(model.parameters()).device
+    precision = resolve_precision(precision, device)
+    if precision == "int8":
+        quantize_int8(model)
     offset = 0
     while chunk := list(itertools.islice(pairs, _ALIGN_CHUNK)):
         src_ids, tgt_ids = [], []
@@ -139,7 +149,7 @@ def align_corpus(
         found: list[WordAlignment | None] = [None] * len(chunk)
         lengths_of = ([len(ids) for ids in src_ids], [len(ids) for ids in tgt_ids])
         for rows in policy.batches(*lengths_of, max_sentences=batch_size):
-            with torch.inference_mode():
+            with torch.inference_mode(), autocast(precision, device):
                 batch = collate([src_ids[i] for i in rows], [tgt_ids[i] for i in rows], rows)
                 weights = model.force_decode(batch.to(device)).cpu()  # [b, T+1, S+1]
             for row, i in enumerate(rows):
@@ -295,6 +305,7 @@ def _alignments(
     batch_size: int,
     device: str,
     lengths: LengthPolicy | None = None,
+    precision: str = "fp32",
 ) -> Iterator[WordAlignment]:
     """Load the model (and the reverse model) and align the pairs with ``method``."""
     from nmtkit.checkpoint import load_model
@@ -311,15 +322,23 @@ def _alignments(
             threshold=threshold,
             batch_size=batch_size,
             lengths=lengths,
+            precision=precision,
         )
     reverse = load_model(reverse_model_path, device=device)
     require_alignment(reverse, reverse_model_path)
     _check_directions(forward, reverse, reverse_model_path)
     # Each direction links every target word to its argmax source word; then they combine.
-    one_way = align_corpus(forward, src_lines, tgt_lines, batch_size=batch_size, lengths=lengths)
+    one_way = align_corpus(
+        forward, src_lines, tgt_lines, batch_size=batch_size, lengths=lengths, precision=precision
+    )
     back_lines, forth_lines = _lines(tgt_path, limit), _lines(src_path, limit)
     other_way = align_corpus(
-        reverse, back_lines, forth_lines, batch_size=batch_size, lengths=lengths
+        reverse,
+        back_lines,
+        forth_lines,
+        batch_size=batch_size,
+        lengths=lengths,
+        precision=precision,
     )
     return symmetrize_corpus(one_way, other_way, method=method)
 
@@ -339,6 +358,7 @@ def align_files(
     device: str = "cpu",
     threads: int | None = None,
     lengths: LengthPolicy | None = None,
+    precision: str = "fp32",
 ) -> AlignReport:
     """Align a parallel corpus with a model (or two): Pharaoh lines or soft JSON, heatmaps, scores.
 
@@ -352,14 +372,19 @@ def align_files(
         limit: only the first N pairs (and gold lines).
         batch_size: the most pairs in a batch.
         lengths: how long pairs are cut and batched (:func:`align_corpus`).
+        precision: of the matrix products: ``fp32``, ``bf16``, ``auto`` or ``int8``
+            (:func:`align_corpus`).
 
     Raises:
         DataError: missing files, different line counts, invalid UTF-8, a malformed gold.
-        ConfigError: an unknown method or plot format, a missing or unneeded reverse model, a
-            threshold, limit or batch size out of range, matplotlib missing for plots, or a
-            model whose attention is not an alignment (:func:`require_alignment`).
+        ConfigError: an unknown method, plot format or precision, a missing or unneeded
+            reverse model, a threshold, limit or batch size out of range, matplotlib missing for
+            plots, torchao missing for int8, or a model whose attention is not an alignment
+            (:func:`require_alignment`).
     """
     import torch
+
+    from nmtkit.runtime import resolve_precision
 
     output = output or AlignOutput()
     _check_options(
@@ -370,6 +395,7 @@ def align_files(
         limit=limit,
         batch_size=batch_size,
     )
+    resolve_precision(precision, device)  # an unknown precision fails before any work
     _check_lines(src_path, tgt_path, gold)
     if output.path is not None:
         check_writable(output.path)  # before the model loads, so that no work is lost
@@ -389,6 +415,7 @@ def align_files(
         batch_size=batch_size,
         device=device,
         lengths=lengths,
+        precision=precision,
     )
     if output.plot_dir is not None:
         output.plot_dir.mkdir(parents=True, exist_ok=True)

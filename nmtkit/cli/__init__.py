@@ -6,6 +6,7 @@ from nmtkit.cli import (  # noqa: F401  (each module registers its subcommand)
     listing,
     preprocess,
     score,
+    shortlist,
     train,
     translate,
 )

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli.app import (
+    PRECISION_HELP,
     Device,
     Quiet,
     Threads,
@@ -101,6 +102,7 @@ def align(
     ] = None,
     device: Device = "cpu",
     threads: Threads = None,
+    precision: Annotated[str, typer.Option(help=PRECISION_HELP)] = "fp32",
     quiet: Quiet = False,
     user_dir: UserDirs = None,
 ) -> None:
@@ -145,6 +147,7 @@ def align(
             device=device,
             threads=threads,
             lengths=lengths,
+            precision=precision,
         ).scores
     if scores is None:
         return

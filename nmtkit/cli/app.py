@@ -45,6 +45,13 @@ Threads = Annotated[
     int | None, typer.Option(min=1, help="Torch CPU threads \\[default: torch's choice].")
 ]
 Device = Annotated[str, typer.Option(help="Torch device, e.g. cpu or cuda.")]
+# --precision of translate and align, which each add their default.
+PRECISION_HELP = (
+    "Matrix products in fp32 or bf16; auto: bf16 where the CPU has native bf16 (AVX512-BF16, "
+    "AMX); int8: the decoder's weights in int8, its inputs quantized to int8 row by row "
+    "(torchao: pip install torchao), faster than fp32 but slower than bf16 on a CPU with native "
+    "bf16 (docs/speed.md)."
+)
 UserDirs = Annotated[
     list[Path] | None,
     typer.Option(

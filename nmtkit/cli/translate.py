@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli.app import (
+    PRECISION_HELP,
     Device,
     ModelOpt,
     Quiet,
@@ -135,6 +136,15 @@ def translate(
             "kept; jsonl shows each part. Not with --prefix or --nbest above 1."
         ),
     ] = False,
+    shortlist: Annotated[
+        bool,
+        typer.Option(
+            help="Compute the output layer only over the target pieces each batch's source "
+            "pieces can produce, from the model directory's shortlist.npz (nmtkit shortlist); "
+            "a sentence with a piece it lacks gets the whole vocabulary. Scores are then "
+            "normalized over those pieces."
+        ),
+    ] = False,
     chunk_size: Annotated[
         int | None,
         typer.Option(help="Lines read before translating \\[default: 1000, 1 on a terminal]."),
@@ -143,10 +153,7 @@ def translate(
     threads: Threads = None,
     precision: Annotated[
         str | None,
-        typer.Option(
-            help="Matrix products in fp32 or bf16; auto: bf16 where the CPU has native bf16 "
-            "(AVX512-BF16, AMX) \\[default: the model's, auto]."
-        ),
+        typer.Option(help=f"{PRECISION_HELP} \\[default: the model's, auto]."),
     ] = None,
     verbose: Verbose = 0,
     quiet: Quiet = False,
@@ -187,6 +194,7 @@ def translate(
         precision=precision,
         lengths=lengths,
         split_sentences=split_sentences,
+        shortlist=shortlist,
     )
     with open_translation_writer(output, output_format) as write:
         for item in translator.translate_stream(input, chunk_size=chunk_size, prefix_path=prefix):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from nmtkit.errors import ConfigError, unknown_name
 from nmtkit.models.initialization import orthogonal_gates
@@ -157,12 +158,23 @@ class GRUDecoder(Decoder):
     def logits(self, readout: Tensor) -> Tensor:
         return self.output(readout)  # [..., V]
 
-    def step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
+    def _shortlist_logits(self, readout: Tensor, vocab: Tensor) -> Tensor:
+        """Logits of the ids ``vocab`` [V'] alone, from their rows of W_o: [B, V']."""
+        if type(self.output.weight) is not nn.Parameter:
+            # An int8 weight (nmtkit.models.quantization) cannot give rows: project onto all V.
+            return self.output(readout).index_select(-1, vocab)
+        weight = self.output.weight.index_select(0, vocab)  # [V', M]
+        return F.linear(readout, weight, self.output.bias.index_select(0, vocab))
+
+    def step(
+        self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None
+    ) -> StepOutput:
         embedded = self.embed(prev_tokens)  # [B, E]
         hidden, context, weights = self._recur(self.input_from_embed(embedded), state)
         readout_hidden = state.hidden if self.readout_from_previous else hidden  # s_{i-1} or s_i
         readout = self._readout(readout_hidden, embedded, context)  # [B, M]
-        log_probs = self.logits(readout).log_softmax(dim=-1)
+        logits = self.logits(readout) if vocab is None else self._shortlist_logits(readout, vocab)
+        log_probs = logits.log_softmax(dim=-1)  # [B, V] or [B, V']
         return StepOutput(
             log_probs=log_probs, state=state.advance(hidden, weights), weights=weights
         )

@@ -54,8 +54,14 @@ class Seq2Seq(nn.Module):
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
         return self.decoder.init_state(encoder_out)
 
-    def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
-        return self.decoder.step(prev_tokens, state)
+    def decode_step(
+        self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None
+    ) -> StepOutput:
+        """One decoding step; ``vocab`` [V'] restricts the output to those ids (a shortlist:
+        :meth:`nmtkit.registry.Decoder.step`)."""
+        if vocab is None:  # a plugin decoder may predate shortlists
+            return self.decoder.step(prev_tokens, state)
+        return self.decoder.step(prev_tokens, state, vocab=vocab)
 
     def forward(self, batch: Batch) -> tuple[Tensor, Tensor]:
         """Teacher-forced logits of the real target positions [N, V] and weights [B, T, S]."""

@@ -10,6 +10,9 @@ EOS included; |y| counts EOS):
   alpha = 0 (``length_penalty: 0``) lp is exactly 1, and with beta = 0 cp is 0: the score is
   then the raw log p, by which Bahdanau et al. (2015) rank. Live hypotheses compete by their
   raw log p so far; finished ones are ranked, and returned best first, by this score.
+
+Under a vocabulary shortlist (:mod:`nmtkit.search.shortlist`), log p is normalized over a
+batch's candidate words, not the whole vocabulary.
 """
 
 from nmtkit.search import beam, greedy, sampling  # noqa: F401  (registration)

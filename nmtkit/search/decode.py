@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -22,6 +23,7 @@ from nmtkit.errors import ConfigError
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.runtime import autocast
+from nmtkit.search.shortlist import Shortlist
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,7 @@ def decode_sequences(
     with_weights: bool = False,
     prefixes: Sequence[Sequence[int]] | None = None,
     precision: str = "fp32",
+    shortlist: Shortlist | None = None,
 ) -> list[list[Hypothesis]]:
     """Search every id sequence, batching by length; results come back in input order.
 
@@ -132,6 +135,9 @@ def decode_sequences(
 
     ``prefixes`` holds each sequence's forced target ids (empty: none); a sentence's length cap
     a * |x| + b is raised to its prefix's length, so that the whole prefix is kept.
+
+    ``shortlist`` restricts each batch's output words to its candidates
+    (:meth:`Shortlist.search`, which says what that changes in the scores).
     """
     policy = LengthPolicy(max_source_len=0, max_tokens=max_tokens)
     batches = policy.batches([len(s) for s in sequences], max_sentences=batch_size)
@@ -147,7 +153,8 @@ def decode_sequences(
             if prefixes is not None and any(prefixes[i] for i in chunk):
                 prefix = pad([prefixes[i] for i in chunk]).to(device)  # [b, P]
                 caps = torch.maximum(caps, (prefix != PAD_ID).sum(dim=1))
-            found = strategy.search(
+            search = strategy.search if shortlist is None else partial(shortlist.search, strategy)
+            found = search(
                 model,
                 src,
                 lengths,

@@ -22,6 +22,7 @@ from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.data.text import words
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import read_lines
+from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.runtime import resolve_precision, tune_allocator
 from nmtkit.search.decode import LengthPolicy, build_strategy, decode_sequences
@@ -31,7 +32,9 @@ from nmtkit.search.overrides import (
     max_hypotheses,
     resolve_search,
 )
+from nmtkit.search.shortlist import Shortlist
 from nmtkit.translation.results import Candidate, Part, Translation
+from nmtkit.translation.shortlist import open_shortlist
 from nmtkit.translation.splitting import (
     PREFIX_WITH_SPLITTING,
     SentenceSplitter,
@@ -62,15 +65,19 @@ class Translator:
         with_alignment: compute each hypothesis's word alignment from its attention.
         precision: of the matrix products, ``fp32``, ``bf16`` or ``auto``
             (:func:`nmtkit.runtime.resolve_precision`); the model's ``search.precision`` when
-            None.
+            None. ``int8`` gives the loaded model's decoder int8 weights in place
+            (:func:`nmtkit.models.quantization.quantize_int8`, which needs torchao).
         lengths: how long lines are cut and batched; the defaults of :class:`LengthPolicy`
             when None.
         split_sentences: cut each line into sentences (sentencex, for the model's source
             language), translate them and join their translations (:class:`Translation`).
+        shortlist: restrict each batch's output words to its candidates
+            (:mod:`nmtkit.search.shortlist`, which says what that changes in the scores).
 
     Raises:
-        ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`), or
-            ``nbest`` above 1 with ``split_sentences`` (:func:`check_splitting`).
+        ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`),
+            ``nbest`` above 1 with ``split_sentences`` (:func:`check_splitting`), an unknown
+            precision, or ``int8`` without torchao.
     """
 
     def __init__(
@@ -86,6 +93,7 @@ class Translator:
         precision: str | None = None,
         lengths: LengthPolicy | None = None,
         split_sentences: bool = False,
+        shortlist: Shortlist | None = None,
     ) -> None:
         check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
         check_splitting(split_sentences=split_sentences, nbest=nbest)
@@ -107,7 +115,10 @@ class Translator:
         self.lengths = lengths or LengthPolicy()
         device = next(loaded.model.parameters()).device
         self.precision = resolve_precision(precision or search.precision, device)
+        if self.precision == "int8":
+            quantize_int8(loaded.model)
         self.splitter = SentenceSplitter(loaded.vocab.src_lang) if split_sentences else None
+        self.shortlist = shortlist
 
     def translate_stream(
         self,
@@ -275,6 +286,7 @@ class Translator:
             with_weights=self.with_alignment,
             prefixes=None if prefix_ids is None else [prefix_ids[i] for i in busy],
             precision=self.precision,
+            shortlist=self.shortlist,
         )
         by_text: list[list[Hypothesis]] = [[] for _ in texts]
         for i, hyps in zip(busy, hypotheses, strict=True):
@@ -326,11 +338,16 @@ def open_translator(
     precision: str | None = None,
     lengths: LengthPolicy | None = None,
     split_sentences: bool = False,
+    shortlist: bool = False,
 ) -> Translator:
     """Load a model and set up its translator; None keeps the model's own search settings.
 
+    ``shortlist`` restricts the output words to the vocabulary shortlist in the model's
+    directory (:func:`nmtkit.translation.shortlist.open_shortlist`).
+
     Raises:
         CheckpointError: ``model_path`` holds no usable checkpoint.
+        DataError: ``shortlist`` and the model's directory has no usable shortlist for it.
         ConfigError: ``nbest`` above the beam size or number of samples (or above 1 with
             ``split_sentences``), a batch size below 1, a negative output cap, or search
             overrides that conflict or are out of range (:func:`resolve_search`).
@@ -359,6 +376,7 @@ def open_translator(
         precision=precision,
         lengths=lengths,
         split_sentences=split_sentences,
+        shortlist=open_shortlist(loaded) if shortlist else None,
     )
     log.info("search: %s", describe_search(spec, precision=translator.precision))
     return translator

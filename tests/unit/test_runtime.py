@@ -25,8 +25,9 @@ def test_auto_follows_the_cpu_and_explicit_choices_stay() -> None:
     assert resolve_precision("fp32") == "fp32"
     assert resolve_precision("bf16") == "bf16"
     assert resolve_precision("fp16") == "fp16"
+    assert resolve_precision("int8") == "int8"
     with pytest.raises(
-        ConfigError, match="unknown precision 'half'; choose from auto, fp32, bf16, fp16"
+        ConfigError, match="unknown precision 'half'; choose from auto, fp32, bf16, fp16, int8"
     ):
         resolve_precision("half")
 
@@ -46,14 +47,23 @@ def test_config_rejects_an_unknown_precision() -> None:
     assert load_config(overrides=["search.precision=bf16"]).search.precision == "bf16"
 
 
+@pytest.mark.parametrize("section", ["train", "search"])
+def test_int8_is_for_translation_only_so_configs_refuse_it_in_one_line(section: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(overrides=[f"{section}.precision=int8"])
+    message = str(caught.value)
+    assert f"{section}.precision" in message and "'int8'" in message and "\n" not in message
+
+
 def test_autocast_runs_matrix_products_in_bf16_or_fp16_only_when_asked() -> None:
     a, b = torch.randn(4, 4), torch.randn(4, 4)
     with autocast("bf16"):
         assert (a @ b).dtype == torch.bfloat16
     with autocast("fp16"):
         assert (a @ b).dtype == torch.float16
-    with autocast("fp32"):
-        assert (a @ b).dtype == torch.float32
+    for precision in ("fp32", "int8"):  # int8's quantized layers ignore autocast
+        with autocast(precision):
+            assert (a @ b).dtype == torch.float32
 
 
 class FakeMallopt:

@@ -1,0 +1,146 @@
+"""A model directory's vocabulary shortlist (``shortlist.npz``): built by IBM Model 1 from the
+training pairs of the model's data dir, and opened for ``translate --shortlist``."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from nmtkit.alignment.ibm1 import DEFAULT_ITERATIONS, DEFAULT_MAX_PAIRS, train_ibm1
+from nmtkit.checkpoint import (
+    SHORTLIST,
+    LoadedModel,
+    load_model,
+    resolve_checkpoint,
+    vocabulary_fingerprint,
+)
+from nmtkit.data.datadir import load_manifest, load_pipeline
+from nmtkit.data.dataset import TokenDataset
+from nmtkit.errors import ConfigError, DataError
+from nmtkit.search.shortlist import Shortlist
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOP_K = 100  # target pieces kept per source piece (Marian: --shortlist lex 100 100)
+DEFAULT_FREQUENT = 100  # most frequent target pieces, candidates of every batch
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ShortlistSummary:
+    """What :func:`build_shortlist` wrote.
+
+    Attributes:
+        num_seen: source pieces with entries (the others make a batch use the whole vocabulary).
+        mean_entries: target pieces per seen source piece (at most ``top_k``).
+    """
+
+    path: Path
+    num_pairs: int
+    num_seen: int
+    mean_entries: float
+    num_frequent: int
+    num_bytes: int
+    seconds: float
+
+
+def build_shortlist(
+    data_dir: Path,
+    model: str | Path,
+    *,
+    top_k: int = DEFAULT_TOP_K,
+    frequent: int = DEFAULT_FREQUENT,
+    iterations: int = DEFAULT_ITERATIONS,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+    seed: int = 1,
+) -> ShortlistSummary:
+    """Learn IBM Model 1 from a seeded sample of ``data_dir``'s training pairs (at most
+    ``max_pairs``), keep each source piece's ``top_k`` most probable target pieces and the
+    ``frequent`` most frequent target pieces, and write them as ``shortlist.npz`` beside the
+    model's checkpoint.
+
+    Args:
+        model: a model directory or a checkpoint file.
+
+    Raises:
+        ConfigError: ``top_k``, ``iterations`` or ``max_pairs`` below 1, or ``frequent`` below 0.
+        CheckpointError: no usable checkpoint at ``model``.
+        DataError: ``data_dir`` is not a data dir, or its languages or SentencePiece models are
+            not the model's.
+    """
+    if top_k < 1:
+        raise ConfigError(f"--top-k must be at least 1, got {top_k}")
+    if frequent < 0:
+        raise ConfigError(f"--frequent must be 0 or more, got {frequent}")
+    start = time.perf_counter()
+    checkpoint = resolve_checkpoint(model)
+    vocab = load_model(checkpoint).vocab
+    manifest = load_manifest(data_dir)
+    src_lang, tgt_lang = manifest["src_lang"], manifest["tgt_lang"]
+    src_text, tgt_text = load_pipeline(data_dir, src_lang), load_pipeline(data_dir, tgt_lang)
+    fingerprint = vocabulary_fingerprint(src_text.spm_model, tgt_text.spm_model)
+    if (src_lang, tgt_lang) != (vocab.src_lang, vocab.tgt_lang) or fingerprint != vocab.fingerprint:
+        raise DataError(
+            f"its vocabulary ({src_lang}-{tgt_lang}) is not the one of the model {checkpoint} "
+            f"({vocab.src_lang}-{vocab.tgt_lang})",
+            where=str(data_dir),
+            hint="give the data dir the model was trained on",
+        )
+    table = train_ibm1(
+        TokenDataset(Path(data_dir) / f"train.{src_lang}"),
+        TokenDataset(Path(data_dir) / f"train.{tgt_lang}"),
+        src_vocab_size=src_text.vocab_size,
+        tgt_vocab_size=tgt_text.vocab_size,
+        iterations=iterations,
+        max_pairs=max_pairs,
+        seed=seed,
+    )
+    offsets, targets = table.best(top_k)
+    shortlist = Shortlist(
+        offsets=offsets,
+        targets=targets,
+        frequent=table.most_frequent(frequent),
+        tgt_vocab_size=tgt_text.vocab_size,
+        fingerprint=fingerprint,
+        top_k=top_k,
+        num_pairs=table.num_pairs,
+    )
+    path = checkpoint.parent / SHORTLIST
+    shortlist.save(path)
+    num_seen = int((offsets[1:] > offsets[:-1]).sum())
+    return ShortlistSummary(
+        path=path,
+        num_pairs=table.num_pairs,
+        num_seen=num_seen,
+        mean_entries=targets.size / max(num_seen, 1),
+        num_frequent=int(shortlist.frequent.size),
+        num_bytes=path.stat().st_size,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def open_shortlist(loaded: LoadedModel) -> Shortlist:
+    """The shortlist in ``loaded``'s model directory, checked against its vocabulary.
+
+    Raises:
+        ConfigError: the model's decoder (a plugin's) takes no shortlist in its ``step``.
+        DataError: there is none (the hint says how to build it), it is damaged, or it was
+            built for another vocabulary.
+    """
+    decoder = loaded.model.decoder
+    if "vocab" not in inspect.signature(decoder.step).parameters:
+        raise ConfigError(
+            f"the model's decoder {type(decoder).__name__} takes no vocabulary shortlist "
+            "(its step() has no vocab argument), so no --shortlist"
+        )
+    model_dir = loaded.path.parent
+    path = model_dir / SHORTLIST
+    if not path.is_file():
+        raise DataError(
+            f"no {SHORTLIST} in this model directory, so no --shortlist",
+            where=str(model_dir),
+            hint=f"build it with: nmtkit shortlist DATA_DIR -m {model_dir}",
+        )
+    return Shortlist.load(path, fingerprint=loaded.vocab.fingerprint)

@@ -1,0 +1,109 @@
+"""`nmtkit shortlist` and `nmtkit translate --shortlist` on the tiny trained model: the shortlist is
+built into the model directory and used; a missing or mismatched one is a one-line error."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nmtkit.checkpoint import SHORTLIST, load_model
+from nmtkit.search.shortlist import Shortlist
+from tests.cli.runs import Invoke, Run
+from tests.cli.test_cli import out_lines, stdin_of
+from tests.cli.test_cli_errors import assert_user_error
+
+
+def fresh_model_dir(model_dir: Path, folder: Path) -> Path:
+    """A model directory of its own (best.pt only), so that a shortlist built in it stays there."""
+    folder.mkdir()
+    shutil.copy(model_dir / "best.pt", folder / "best.pt")
+    return folder
+
+
+def _fingerprint(model_dir: Path) -> str:
+    return load_model(model_dir).vocab.fingerprint
+
+
+@pytest.fixture(scope="module")
+def listed(cli: Invoke, preprocessed: Run, model_dir: Path, tmp_path_factory) -> Run:
+    """``nmtkit shortlist`` run once, into a copy of the trained model's directory."""
+    folder = fresh_model_dir(model_dir, tmp_path_factory.mktemp("listed") / "model")
+    result = cli(["shortlist", str(preprocessed.path), "-m", str(folder), "--top-k", "20"])
+    return Run(folder, result)
+
+
+def test_shortlist_writes_the_file_into_the_model_directory(listed: Run) -> None:
+    assert listed.result.exit_code == 0, listed.result.output
+    assert (listed.path / SHORTLIST).is_file()
+    assert listed.result.stdout == ""
+    assert "wrote" in listed.result.stderr and "training pairs" in listed.result.stderr
+
+
+def test_translate_with_the_shortlist_writes_one_line_per_input_line(
+    cli: Invoke, listed: Run, val_pairs: tuple[list[str], list[str]]
+) -> None:
+    lines = val_pairs[0][:12]
+    result = cli(
+        ["translate", "-m", str(listed.path), "--shortlist", "--beam", "3"], input=stdin_of(lines)
+    )
+    assert result.exit_code == 0, result.output
+    assert len(out_lines(result.stdout)) == len(lines)
+
+
+def test_translate_shortlist_without_one_names_the_command_that_builds_it(
+    cli: Invoke, model_dir: Path, tmp_path: Path
+) -> None:
+    folder = fresh_model_dir(model_dir, tmp_path / "model")
+    result = cli(["translate", "-m", str(folder), "--shortlist"], input="A dog.\n")
+    assert_user_error(result, 1, str(folder), "no shortlist.npz", "nmtkit shortlist DATA_DIR -m")
+    assert result.stdout == ""
+
+
+def test_translate_refuses_a_shortlist_of_another_vocabulary(
+    cli: Invoke, listed: Run, tmp_path: Path
+) -> None:
+    folder = fresh_model_dir(listed.path, tmp_path / "model")
+    built = Shortlist.load(listed.path / SHORTLIST, fingerprint=_fingerprint(listed.path))
+    Shortlist(
+        offsets=built.offsets,
+        targets=built.targets,
+        frequent=built.frequent,
+        tgt_vocab_size=built.tgt_vocab_size,
+        fingerprint="0" * 64,
+        top_k=built.top_k,
+        num_pairs=built.num_pairs,
+    ).save(folder / SHORTLIST)
+    result = cli(["translate", "-m", str(folder), "--shortlist"], input="A dog.\n")
+    assert_user_error(result, 1, SHORTLIST, "another vocabulary", "nmtkit shortlist")
+
+
+def test_shortlist_refuses_a_data_dir_of_another_vocabulary(
+    cli: Invoke, preprocessed: Run, model_dir: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(preprocessed.path, data)
+    manifest = json.loads((data / "manifest.json").read_text("utf-8"))
+    manifest["src_lang"], manifest["tgt_lang"] = manifest["tgt_lang"], manifest["src_lang"]
+    (data / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    folder = fresh_model_dir(model_dir, tmp_path / "model")
+    result = cli(["shortlist", str(data), "-m", str(folder)])
+    assert_user_error(result, 1, str(data), "vocabulary", "the data dir the model was trained on")
+    assert not (folder / SHORTLIST).exists()
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--top-k", "0"), ("--frequent", "-1")])
+def test_shortlist_refuses_options_out_of_range(
+    cli: Invoke, preprocessed: Run, model_dir: Path, flag: str, value: str
+) -> None:
+    result = cli(["shortlist", str(preprocessed.path), "-m", str(model_dir), flag, value])
+    assert_user_error(result, 2, flag)
+
+
+def test_the_built_shortlist_keeps_at_most_top_k_targets_per_source_piece(listed: Run) -> None:
+    built = Shortlist.load(listed.path / SHORTLIST, fingerprint=_fingerprint(listed.path))
+    assert built.top_k == 20
+    assert np.diff(built.offsets).max() <= 20

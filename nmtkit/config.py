@@ -101,8 +101,9 @@ class TrainConfig:
     device: str = "cpu"  # cpu | cuda | cuda:N (under torchrun, cuda is cuda:LOCAL_RANK)
     update_freq: int = 1  # micro-batches of max_tokens per rank summed into one update
     # concatenation augmentation (nmtkit.data.concat): each epoch adds concat_rate x pairs
-    # examples of 2..concat_max pairs joined end to end, neighbours (consecutive) or any (random)
-    concat_rate: float = 0.0
+    # examples of 2..concat_max pairs joined end to end, neighbours (consecutive) or any (random);
+    # 0.25 keeps several sentences on one line as good as one (docs/long-inputs.md)
+    concat_rate: float = 0.25
     concat_max: int = 3
     concat_mode: str = "consecutive"  # consecutive | random
 

@@ -310,6 +310,14 @@ class TrainingLoop:
                 "the saved run's weights do not fit this data's vocabulary",
                 hint="resume with the data directory the run started with",
             ) from None
+        saved_train = saved["config"].get("train", {})
+        if "concat_rate" not in saved_train and self.train_config.concat_rate and self.dist.is_main:
+            log.warning(
+                "the saved run predates concatenation augmentation and trained without it; "
+                "this one joins pairs (train.concat_rate=%g, the default since): --set "
+                "train.concat_rate=0 continues the very same run",
+                self.train_config.concat_rate,
+            )
         self.optimizer.load_state_dict(saved["optimizer"])
         self.schedule.load_state_dict(saved["schedule"])
         self.state = RunState(**saved["run"])

@@ -48,10 +48,10 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Found:
     """What the search found for one text: the source pieces it read (fewer than the text's
-    when ``--max-source-len`` cut it), the text's words, and its hypotheses, best first."""
+    when ``--max-source-len`` cut it), all its pieces, and its hypotheses, best first."""
 
     pieces: list[str]
-    num_words: int
+    full_pieces: list[str]
     hypotheses: list[Hypothesis]
 
 
@@ -250,7 +250,7 @@ class Translator:
                 join_parts(
                     split,
                     parts,
-                    num_src_words=[sentence.num_words for sentence in sentences],
+                    num_src_words=[len(words(sentence.full_pieces)) for sentence in sentences],
                     num_tgt_words=[self._num_tgt_words(hyp) for hyp in best],
                 )
                 if parts
@@ -294,9 +294,7 @@ class Translator:
         found = []
         for seq, read, hyps in zip(full, ids, by_text, strict=True):
             pieces = src_text.id_to_piece(seq)
-            found.append(
-                _Found(pieces=pieces[: len(read)], num_words=len(words(pieces)), hypotheses=hyps)
-            )
+            found.append(_Found(pieces=pieces[: len(read)], full_pieces=pieces, hypotheses=hyps))
         return found
 
     def _best(self, hyp: Hypothesis | None, src_pieces: list[str]) -> Candidate:

@@ -95,6 +95,9 @@ class GRUDecoder(Decoder):
                 raise ConfigError("tie_embeddings needs readout_size == embed_size")
             self.output.weight = self.embed.weight
         self.dropout = nn.Dropout(dropout)
+        # The rows of W_o and b_o for the last shortlist seen, and the W_o version they were
+        # cut from: a search passes the same ``vocab`` tensor at every step of a batch.
+        self._shortlist_rows: tuple[Tensor, int, Tensor, Tensor] | None = None
 
     def init_paper_parameters(self, generator: torch.Generator | None = None) -> None:
         """U_r, U_z and U, the recurrent matrices of the three gates: orthogonal each (B.1)."""
@@ -163,8 +166,18 @@ class GRUDecoder(Decoder):
         if type(self.output.weight) is not nn.Parameter:
             # An int8 weight (nmtkit.models.quantization) cannot give rows: project onto all V.
             return self.output(readout).index_select(-1, vocab)
-        weight = self.output.weight.index_select(0, vocab)  # [V', M]
-        return F.linear(readout, weight, self.output.bias.index_select(0, vocab))
+        weight, bias = self.output.weight, self.output.bias
+        rows = self._shortlist_rows
+        if rows is None or rows[0] is not vocab or rows[1] != weight._version:
+            # Cut once per batch, not once per step (the rows are the same at every step).
+            rows = (
+                vocab,
+                weight._version,
+                weight.index_select(0, vocab),
+                bias.index_select(0, vocab),
+            )
+            self._shortlist_rows = rows
+        return F.linear(readout, rows[2], rows[3])  # [B, V']
 
     def step(
         self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None

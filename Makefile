@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align bench-distributed bench-scale bench-long figures clean
+.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align bench-distributed bench-scale bench-long bench-ensembles bench-serve figures clean
 
 install: $(STAMP)
 
@@ -61,6 +61,12 @@ bench-scale: install    # ~30 min: preprocess 300k and 3M pairs, training start-
 
 bench-long: install     # ~40 min: joined test sentences (2, 3, 4 a line) per model variant and decoding
 	$(RUN) benchmarks/long_inputs.sh
+
+bench-ensembles: install  # ~25 min: two seeds trained, best vs last-5 average vs 2-seed ensemble
+	$(RUN) benchmarks/ensembles.sh
+
+bench-serve: install    # ~5 min: nmtkit serve under 1, 8, 32 clients beside translate (bench-quality's model, or MODEL=dir)
+	$(RUN) benchmarks/serve.sh
 
 bench: bench-speed bench-quality
 

@@ -239,6 +239,8 @@ train       data dir ─TokenDataset─> epoch_batches(seed, epoch) ─collate�
 translate   raw lines ─Translator (encode, LengthPolicy.cut, chunk)─> decode_sequences (sort by length, token budget)
                   ─SearchStrategy (beam, greedy, sampling)─> Hypothesis ─TextPipeline.decode─>
                   Translation ─formats─> text | nbest | jsonl
+serve       JSON requests ─FastAPI app (limits, settings)─> Batcher (one worker thread, batches by settings)
+                  ─Translator.translate_chunk─> Translation ─> JSON answers, in request order
 score       hypotheses, references ─sacrebleu─> BLEU, chrF, TER + signatures
 align       sentence pairs ─Seq2Seq.force_decode─> attention ─merge_to_words─> Pharaoh | JSON | heatmaps
 ```
@@ -253,9 +255,11 @@ align       sentence pairs ─Seq2Seq.force_decode─> attention ─merge_to_wor
 | `registry.py` | contracts, exchanged values, `register`/`get`/`names`, plugin discovery. |
 | `models/` | `Seq2Seq` and the built-in encoders (`models/encoders/`), attention scorers (`models/attention/`) and decoder. |
 | `search/` | `GreedySearch`, `BeamSearch`, `SamplingSearch`; `decode.py`: `decode_sequences`, the one batched decoding loop over many sentences. |
-| `training/` | `train()`, `TrainingLoop`, validation, learning-rate schedules, `TrainingData`. |
+| `training/` | `train()`, `TrainingLoop`, validation, learning-rate schedules, `TrainingData`; `averaging.py`: `nmtkit average`. |
 | `checkpoint.py` | model directory, `save_checkpoint`, `load_model`. |
-| `translation/translator.py`, `translation/results.py`, `translation/splitting.py`, `translation/formats.py` | `Translator` (streaming, chunked) and the `Translation` it returns; `--split-sentences` (sentencex sentences, joined back in the line's layout); the output writers. |
+| `translation/translator.py`, `translation/results.py`, `translation/splitting.py`, `translation/formats.py`, `translation/streaming.py` | `Translator` (streaming, chunked) and the `Translation` it returns; `--split-sentences` (sentencex sentences, joined back in the line's layout); the output writers; input chunks that end when a pipe pauses (`--flush-ms`). |
+| `translation/forced.py`, `translation/nbest.py` | `ForcedScorer`: log p, search score and perplexity of given translations by teacher forcing (`nmtkit score-pairs`); Moses n-best rescoring. |
+| `serving/` | `nmtkit serve`: `Batcher` (dynamic batching on one worker thread, no HTTP), `TranslatorPool` (per-request search settings over the shared model), the FastAPI app and its JSON, the listening socket and the graceful uvicorn server. |
 | `scoring/metrics.py` | sacreBLEU scoring; `scoring/comparison.py`, `significance.py`, `length_buckets.py`: several systems, paired tests, BLEU by length. |
 | `alignment/` | attention → word alignments (`corpus.py`, `links.py`), symmetrization, Pharaoh I/O, AER (`gold.py`), heatmaps. |
 
@@ -376,6 +380,13 @@ search runs unchanged over a model whose `decode_step` projects onto those rows 
 layer alone (`Decoder.step(..., vocab=...)`), and the hypotheses' words are mapped back to ids;
 a sentence with a source piece the shortlist lacks is searched apart, over the whole vocabulary.
 
+With several models (`translate -m A -m B`, `align -m A -m B`), an `Ensemble`
+(`nmtkit/search/ensemble.py`) stands in for the model: it meets the `Translatable` protocol over
+its members, each step's log-probabilities are the log of the mean of the members' probabilities
+(as fairseq's `EnsembleModel`) and the attention weights are their mean; its `EnsembleState`, a
+`DecoderState` that holds every member's, is selected and reordered member by member, so every
+strategy (and a shortlist) runs unchanged. A single model is never wrapped.
+
 **Greedy** takes the most probable word at each step; its score is log p / (|y| + 1).
 **Sampling** (`SamplingSearch`) draws each word from the model's distribution, sharpened by a
 temperature and cut to the top k words or the nucleus of mass p; every sentence has its own
@@ -429,6 +440,10 @@ count validations without improvement.
   (`nmtkit/checkpoint.py`), so a damaged file is refused on load and `--resume` falls back to the
   previous state. SIGINT and SIGTERM (`StopSignals` in `nmtkit/training/loop.py`) stop the run
   after the current update and save it; the CLI exits with 128 + the signal's number.
+- With `train.keep_last` N, each validation also writes `checkpoint_<update>.pt` and deletes
+  all but the newest N; `nmtkit average` (`nmtkit/training/averaging.py`) sums their float
+  parameters in float64 and casts the mean back (fairseq's `average_checkpoints.py`), after
+  checking that every checkpoint has the first's model config, vocabulary and shapes.
 - Data-parallel under torchrun (`nmtkit/training/distributed.py`, the only module that says
   `torch.distributed`; [scale.md](scale.md)): an update takes W·F consecutive batches of the
   epoch's order (W ranks, F = `train.update_freq`), rank r every W-th from r; each rank
@@ -453,6 +468,20 @@ pieces, mean over a target word's pieces); the named extractor (`argmax_links` b
 links each target word to its strongest source word, or `threshold_links`) then makes the links.
 `translate --output-format jsonl` applies the same merging and `argmax_links` to the search's
 own attention (`Translator`), and `nmtkit/translation/formats.py` writes the links as Pharaoh.
+
+`nmtkit score-pairs` (`ForcedScorer` in `nmtkit/translation/forced.py`) teacher-forces given
+translations through `Seq2Seq.forward` in length-sorted batches under a token budget and sums
+the log-probabilities of the target pieces and EOS; the attention summed over the steps is the
+coverage. Each search strategy says how it scores a finished hypothesis from those
+(`SearchStrategy.score`: log p / length by default, GNMT's log p / lp(y) + cp(x; y) for beam
+search), so a translation scores as its search reported it (a unit test checks every strategy).
+
+`nmtkit serve` (`nmtkit/serving/`) puts the same `Translator` behind HTTP. The event loop only
+parses and checks requests; one worker thread, the only one that runs the model, takes queued
+requests with equal search settings (`Decoding`, the batching key) once the oldest has waited
+`--batch-wait-ms` or the group fills `--max-batch-sentences`, and decodes their sentences as one
+chunk (`Translator.translate_chunk`); batch invariance makes each answer what `translate` writes.
+A request's settings get their own `Translator` over the same loaded model (`TranslatorPool`).
 
 ## Import layering
 

@@ -1,4 +1,5 @@
-"""The model directory: ``config.yaml``, ``best.pt``, ``last.pt`` and ``train_state.pt``.
+"""The model directory: ``config.yaml``, ``best.pt``, ``last.pt``, ``train_state.pt`` and, with
+``train.keep_last``, the last checkpoints by update, ``checkpoint_<update>.pt``.
 
 A checkpoint (``best.pt``/``last.pt``) holds everything translation needs and nothing but tensors
 and builtin containers, so ``torch.load(..., weights_only=True)`` reads it: the resolved config,
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,7 @@ CONFIG = "config.yaml"
 METRICS = "metrics.jsonl"
 LOG = "train.log"
 SHORTLIST = "shortlist.npz"  # the vocabulary shortlist of ``translate --shortlist``
+KEPT_NAME = re.compile(r"checkpoint_(\d+)\.pt")  # checkpoint_<update>.pt (train.keep_last)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -111,10 +114,18 @@ class LoadedModel:
 
 
 def save_checkpoint(
-    path: Path, *, model: Seq2Seq, config: Config, vocab: Vocabulary, step: int, bleu: float | None
+    path: Path,
+    *,
+    model: Seq2Seq,
+    config: Config,
+    vocab: Vocabulary,
+    step: int,
+    bleu: float | None,
+    averaged_from: list[dict[str, Any]] | None = None,
 ) -> None:
-    """Write a translation checkpoint atomically."""
-    payload = {
+    """Write a translation checkpoint atomically; ``averaged_from`` records the checkpoints
+    whose parameters it averages (``nmtkit average``), each as ``{"path": ..., "step": ...}``."""
+    payload: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "nmtkit_version": __version__,
@@ -124,8 +135,38 @@ def save_checkpoint(
         "model": model.state_dict(),
         "step": step,
         "bleu": bleu,
+        **({"averaged_from": averaged_from} if averaged_from is not None else {}),
     }
     _save(path, payload)
+
+
+def kept_checkpoint_path(model_dir: Path, step: int) -> Path:
+    """Where training keeps the checkpoint of update ``step`` (``train.keep_last``)."""
+    return model_dir / f"checkpoint_{step}.pt"
+
+
+def kept_checkpoints(model_dir: Path) -> list[tuple[int, Path]]:
+    """The kept checkpoints ``checkpoint_<update>.pt`` in ``model_dir`` with their updates,
+    oldest first."""
+    found = []
+    for path in model_dir.glob("checkpoint_*.pt"):
+        match = KEPT_NAME.fullmatch(path.name)
+        if match is not None and path.is_file():
+            found.append((int(match[1]), path))
+    return sorted(found)
+
+
+def held_model_files(model_dir: Path) -> list[str]:
+    """The names of the model files in ``model_dir`` (what ``train --overwrite`` replaces):
+    those of :data:`MODEL_FILES` that exist, then the kept checkpoints, oldest first."""
+    held = [name for name in MODEL_FILES if (model_dir / name).is_file()]
+    return held + [path.name for _, path in kept_checkpoints(model_dir)]
+
+
+def kept_temporaries(model_dir: Path) -> list[str]:
+    """The kept checkpoints whose temporary ``NAME.tmp`` a killed run left in ``model_dir``."""
+    names = (path.name.removesuffix(".tmp") for path in model_dir.glob("checkpoint_*.pt.tmp"))
+    return sorted(name for name in names if KEPT_NAME.fullmatch(name))
 
 
 def payload_digest(payload: dict[str, Any]) -> str:

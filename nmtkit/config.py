@@ -93,6 +93,9 @@ class TrainConfig:
     min_lr: float = 1e-5
     validate_every: int = 300  # updates between validations (and once when training stops)
     patience: int = 8  # early stopping: validations without a better BLEU; 0 turns it off
+    # also keep the checkpoints of the last keep_last validations as checkpoint_<update>.pt
+    # (nmtkit average MODEL_DIR --last N averages them); 0 keeps none
+    keep_last: int = 0
     log_every: int = 50  # updates between log lines
     threads: int | None = None  # torch intra-op threads (None: torch's default)
     # matrix products: fp32 | bf16 | fp16 (with loss scaling) | auto (bf16 on native-bf16 CPUs
@@ -124,6 +127,8 @@ class TrainConfig:
                 raise ConfigError(f"train.{key} must be at least 1, got {value}")
         if self.lr <= 0:
             raise ConfigError(f"train.lr must be positive, got {self.lr}")
+        if self.keep_last < 0:
+            raise ConfigError(f"train.keep_last must be 0 or more, got {self.keep_last}")
         if self.time_budget is not None and self.time_budget <= 0:
             raise ConfigError(f"train.time_budget must be positive, got {self.time_budget}")
         if not 0 <= self.concat_rate <= 10:

@@ -96,30 +96,41 @@ def read_lines(
         DataError: a line is not valid UTF-8 (naming file and line), or the file is unreadable.
     """
     if str(path) == "-":
-        stream: IO[bytes] = sys.stdin.buffer
-        name = "<stdin>"
-    else:
-        stream = _open_binary(Path(path))
-        name = str(path)
-    with contextlib.ExitStack() as stack:
-        if stream is not sys.stdin.buffer:
-            stack.enter_context(stream)
-        try:
-            for number, raw in enumerate(stream, start=1):
-                if number == 1:
-                    raw = raw.removeprefix(UTF8_BOM)
-                try:
-                    yield raw.rstrip(b"\n").decode("utf-8")
-                except UnicodeDecodeError:
-                    if not skip_invalid:
-                        raise DataError(
-                            "invalid UTF-8",
-                            where=f"{name}:{number}",
-                            hint=invalid_hint,
-                        ) from None
-                    yield None
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise DataError(f"cannot read: {exc}", where=name) from None
+        yield from decode_lines(
+            sys.stdin.buffer, "<stdin>", skip_invalid=skip_invalid, invalid_hint=invalid_hint
+        )
+        return
+    with _open_binary(Path(path)) as stream:
+        yield from decode_lines(
+            stream, str(path), skip_invalid=skip_invalid, invalid_hint=invalid_hint
+        )
+
+
+def decode_lines(
+    stream: IO[bytes], name: str, *, skip_invalid: bool = False, invalid_hint: str | None = None
+) -> Iterator[str | None]:
+    """Yield the lines of an open binary ``stream`` as :func:`read_lines` does, naming it
+    ``name`` in errors (e.g. ``<stdin>``); the caller closes it.
+
+    Raises:
+        DataError: a line is not valid UTF-8 (naming ``name`` and the line), or a read fails.
+    """
+    try:
+        for number, raw in enumerate(stream, start=1):
+            if number == 1:
+                raw = raw.removeprefix(UTF8_BOM)
+            try:
+                yield raw.rstrip(b"\n").decode("utf-8")
+            except UnicodeDecodeError:
+                if not skip_invalid:
+                    raise DataError(
+                        "invalid UTF-8",
+                        where=f"{name}:{number}",
+                        hint=invalid_hint,
+                    ) from None
+                yield None
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"cannot read: {exc}", where=name) from None
 
 
 def count_lines(path: str | Path) -> int:

@@ -128,6 +128,19 @@ class DecoderState:
             coverage=self.coverage + weights,
         )
 
+    def reorder(self, rows: Tensor) -> DecoderState:
+        """Re-order the hypotheses of each sentence: ``rows`` [B] picks, for every row, a row
+        of the same sentence (a beam search's survivors). The annotations, keys and mask are
+        the sentence's own, the same in all of its rows, so only the per-row tensors move."""
+        return DecoderState(
+            hidden=self.hidden.index_select(0, rows),
+            annotations=self.annotations,
+            keys=self.keys,
+            pad_mask=self.pad_mask,
+            prev_weights=self.prev_weights.index_select(0, rows),
+            coverage=self.coverage.index_select(0, rows),
+        )
+
     def select(self, index: Tensor) -> DecoderState:
         """Keep (and repeat) the rows in ``index`` [B'] of every tensor."""
         return DecoderState(
@@ -251,8 +264,17 @@ class AttentionScorer(nn.Module, Component):
         """Precompute what depends on the annotations only, once per sentence: [B, S, ...]."""
         raise NotImplementedError
 
-    def forward(self, query: Tensor, state: DecoderState) -> Attended:
-        """Attend from ``query`` [B, D] (s_{i-1}) over ``state``'s annotations and keys."""
+    def query_projection(self) -> nn.Linear | None:
+        """The linear layer this scorer first applies to the query, if any. A decoder that
+        multiplies the same query by its own matrices may compute this one in the same matrix
+        product and pass the result to :meth:`forward` as ``projected``."""
+        return None
+
+    def forward(
+        self, query: Tensor, state: DecoderState, *, projected: Tensor | None = None
+    ) -> Attended:
+        """Attend from ``query`` [B, D] (s_{i-1}) over ``state``'s annotations and keys;
+        ``projected`` is :meth:`query_projection` of the query when the caller computed it."""
         raise NotImplementedError
 
 
@@ -264,8 +286,19 @@ class SoftmaxAttention(AttentionScorer):
         """Energies e_ij [B, S] (before the softmax); padding is masked afterwards."""
         raise NotImplementedError
 
-    def forward(self, query: Tensor, state: DecoderState) -> Attended:
-        energies = self.energies(query, state)  # [B, S]
+    def projected_energies(self, projected: Tensor, state: DecoderState) -> Tensor:
+        """Energies from the query already through :meth:`query_projection`: [B, S]. Only
+        scorers that have a query projection implement it."""
+        raise NotImplementedError
+
+    def forward(
+        self, query: Tensor, state: DecoderState, *, projected: Tensor | None = None
+    ) -> Attended:
+        energies = (  # [B, S]
+            self.energies(query, state)
+            if projected is None
+            else self.projected_energies(projected, state)
+        )
         weights = energies.masked_fill(state.pad_mask, float("-inf")).softmax(dim=-1)
         context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, C]
         return Attended(context=context, weights=weights)
@@ -351,6 +384,18 @@ class SearchStrategy(Component):
         prefix longer than ``max_lengths[b]`` is cut there and EOS follows.
         """
         raise NotImplementedError
+
+    def score(
+        self, log_prob: Tensor, *, lengths: Tensor, coverage: Tensor, pad_mask: Tensor
+    ) -> Tensor:
+        """The ``score`` this search gives a finished hypothesis (:attr:`Hypothesis.score`), from
+        its log p [N], its length |Y| with EOS [N], the attention each source position got over
+        all its steps, EOS step included [N, S], and the source padding [N, S]: [N].
+
+        Forced decoding (``nmtkit score-pairs``) scores given translations with it. The default
+        is greedy search's and sampling's, log p / |Y|.
+        """
+        return log_prob / lengths
 
 
 # -------------------------------------------------------------------------- registry

@@ -130,6 +130,18 @@ def native_bf16(device: torch.device | str = "cpu") -> bool:
     return any(getattr(cpu, name, lambda: False)() for name in checks)
 
 
+def describe_device(device: torch.device | str = "cpu") -> str:
+    """The device as figures should name it: on a CPU its vector instruction set as torch uses
+    it and whether bf16 is native, e.g. ``cpu (AVX512, native bf16)`` or ``cpu (AVX2, no native
+    bf16)``; the instruction set decides the speed of recurrent work, bf16 the default
+    precision (:func:`resolve_precision`)."""
+    device = torch.device(device)
+    if device.type != "cpu":
+        return str(device)
+    bf16 = "native bf16" if native_bf16(device) else "no native bf16"
+    return f"cpu ({torch.backends.cpu.get_cpu_capability()}, {bf16})"
+
+
 def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str:
     """``auto`` becomes ``bf16`` where the device has native bf16; else ``fp16`` on a CUDA GPU
     (training then scales the loss with a ``GradScaler``) and ``fp32`` anywhere else. Any other

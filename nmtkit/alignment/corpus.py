@@ -12,7 +12,7 @@ import contextlib
 import itertools
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -100,6 +100,7 @@ def align_corpus(
     batch_size: int = 64,
     lengths: LengthPolicy | None = None,
     precision: str = "fp32",
+    ensemble_with: Sequence[Any] = (),
 ) -> Iterator[WordAlignment]:
     """Force-decode each target with the model and turn its attention into word alignments.
 
@@ -119,6 +120,9 @@ def align_corpus(
         precision: of the matrix products (:func:`nmtkit.runtime.resolve_precision`); ``int8``
             gives the model's decoder int8 weights in place
             (:func:`nmtkit.models.quantization.quantize_int8`).
+        ensemble_with: more models (of ``loaded``'s vocabulary, checked by the caller) whose
+            attention is averaged with ``loaded``'s (:meth:`nmtkit.search.ensemble.Ensemble.
+            force_decode`); the text pipelines are ``loaded``'s.
 
     Raises:
         ConfigError: an unknown method or precision, a threshold outside (0, 1], or ``int8``
@@ -131,15 +135,18 @@ def align_corpus(
     from nmtkit.models.quantization import quantize_int8
     from nmtkit.runtime import autocast, resolve_precision
     from nmtkit.search.decode import LengthPolicy
+    from nmtkit.search.ensemble import Ensemble
 
     extract = extractor(method)
     policy = lengths or LengthPolicy()
     pairs = iter(zip(src_lines, tgt_lines, strict=True))
-    model = loaded.model.eval()
+    models = [member.model for member in (loaded, *ensemble_with)]
+    model = (Ensemble(models) if ensemble_with else loaded.model).eval()
     device = next(model.parameters()).device
     precision = resolve_precision(precision, device)
     if precision == "int8":
-        quantize_int8(model)
+        for member in models:
+            quantize_int8(member)
     offset = 0
     while chunk := list(itertools.islice(pairs, _ALIGN_CHUNK)):
         src_ids, tgt_ids = [], []
@@ -294,7 +301,7 @@ def _write(stream: IO[str] | None, item: WordAlignment, number: int, output: Ali
 
 
 def _alignments(
-    model_path: str | Path,
+    model_paths: Sequence[str | Path],
     reverse_model_path: str | Path | None,
     src_path: Path,
     tgt_path: Path,
@@ -307,11 +314,18 @@ def _alignments(
     lengths: LengthPolicy | None = None,
     precision: str = "fp32",
 ) -> Iterator[WordAlignment]:
-    """Load the model (and the reverse model) and align the pairs with ``method``."""
+    """Load the model or ensemble (and the reverse model) and align the pairs with
+    ``method``."""
     from nmtkit.checkpoint import load_model
+    from nmtkit.search.ensemble import check_vocabularies
 
-    forward = load_model(model_path, device=device)
-    require_alignment(forward, model_path)
+    forward, *others = [load_model(path, device=device) for path in model_paths]
+    for loaded, path in zip((forward, *others), model_paths, strict=True):
+        require_alignment(loaded, path)
+    check_vocabularies(
+        [loaded.vocab.fingerprint for loaded in (forward, *others)],
+        names=[str(loaded.path) for loaded in (forward, *others)],
+    )
     src_lines, tgt_lines = _lines(src_path, limit), _lines(tgt_path, limit)
     if reverse_model_path is None:
         return align_corpus(
@@ -323,13 +337,20 @@ def _alignments(
             batch_size=batch_size,
             lengths=lengths,
             precision=precision,
+            ensemble_with=others,
         )
     reverse = load_model(reverse_model_path, device=device)
     require_alignment(reverse, reverse_model_path)
     _check_directions(forward, reverse, reverse_model_path)
     # Each direction links every target word to its argmax source word; then they combine.
     one_way = align_corpus(
-        forward, src_lines, tgt_lines, batch_size=batch_size, lengths=lengths, precision=precision
+        forward,
+        src_lines,
+        tgt_lines,
+        batch_size=batch_size,
+        lengths=lengths,
+        precision=precision,
+        ensemble_with=others,
     )
     back_lines, forth_lines = _lines(tgt_path, limit), _lines(src_path, limit)
     other_way = align_corpus(
@@ -344,7 +365,7 @@ def _alignments(
 
 
 def align_files(
-    model_path: str | Path,
+    model_path: str | Path | Sequence[str | Path],
     src_path: Path,
     tgt_path: Path,
     *,
@@ -363,6 +384,9 @@ def align_files(
     """Align a parallel corpus with a model (or two): Pharaoh lines or soft JSON, heatmaps, scores.
 
     Args:
+        model_path: the source->target model, or a sequence of them: an ensemble of models of
+            one vocabulary, whose attention weights are averaged (the first one's text
+            pipelines).
         method: an extraction method (``argmax``, ``threshold``) or, with
             ``reverse_model_path``, a bidirectional one (``grow-diag-final``, ...).
         threshold: the least weight a link needs, for ``threshold``.
@@ -379,13 +403,17 @@ def align_files(
         DataError: missing files, different line counts, invalid UTF-8, a malformed gold.
         ConfigError: an unknown method, plot format or precision, a missing or unneeded
             reverse model, a threshold, limit or batch size out of range, matplotlib missing for
-            plots, torchao missing for int8, or a model whose attention is not an alignment
-            (:func:`require_alignment`).
+            plots, torchao missing for int8, a model whose attention is not an alignment
+            (:func:`require_alignment`), no model, or ensemble models of different
+            vocabularies.
     """
     import torch
 
     from nmtkit.runtime import resolve_precision
 
+    model_paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
+    if not model_paths:
+        raise ConfigError("no model to align with", hint="give one with --model")
     output = output or AlignOutput()
     _check_options(
         method,
@@ -405,7 +433,7 @@ def align_files(
     if threads:
         torch.set_num_threads(threads)
     items = _alignments(
-        model_path,
+        model_paths,
         reverse_model_path,
         src_path,
         tgt_path,

@@ -2,10 +2,13 @@
 
 from nmtkit.cli import (  # noqa: F401  (each module registers its subcommand)
     align,
+    average,
     download,
     listing,
     preprocess,
     score,
+    score_pairs,
+    serve,
     shortlist,
     train,
     translate,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -23,9 +23,11 @@ from nmtkit.errors import ConfigError
 _METHODS = "argmax, threshold; with --reverse-model: intersection, union, grow-diag, "
 _METHODS += "grow-diag-final, grow-diag-final-and"
 
+T = TypeVar("T")
 
-def _required(value: Path | None, flag: str) -> Path:
-    if value is None:
+
+def _required(value: T | None, flag: str) -> T:
+    if not value:  # None, or an empty list of models
         raise ConfigError(f"missing option {flag}", hint="or score a file with --evaluate --gold")
     return value
 
@@ -34,8 +36,13 @@ def _required(value: Path | None, flag: str) -> Path:
 @user_errors
 def align(
     model: Annotated[
-        Path | None,
-        typer.Option("--model", "-m", help="Source->target model directory or checkpoint file."),
+        list[Path] | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Source->target model directory or checkpoint file; repeat for an ensemble of "
+            "models of one vocabulary, whose attention weights are averaged.",
+        ),
     ] = None,
     source: Annotated[Path | None, typer.Option(help="Source sentences, one a line.")] = None,
     target: Annotated[Path | None, typer.Option(help="Their translations, one a line.")] = None,

@@ -41,6 +41,12 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Only warnings and er
 ModelOpt = Annotated[
     Path, typer.Option("--model", "-m", help="Model directory (its best.pt) or a checkpoint file.")
 ]
+# -m of the commands that take an ensemble.
+ENSEMBLE_HELP = (
+    "Model directory (its best.pt) or a checkpoint file; repeat for an ensemble of models of "
+    "one vocabulary, whose probabilities are averaged at every step (the first's settings)."
+)
+ModelsOpt = Annotated[list[Path], typer.Option("--model", "-m", help=ENSEMBLE_HELP)]
 Threads = Annotated[
     int | None, typer.Option(min=1, help="Torch CPU threads \\[default: torch's choice].")
 ]

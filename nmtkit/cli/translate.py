@@ -9,7 +9,7 @@ import typer
 from nmtkit.cli.app import (
     PRECISION_HELP,
     Device,
-    ModelOpt,
+    ModelsOpt,
     Quiet,
     Threads,
     UserDirs,
@@ -23,7 +23,7 @@ from nmtkit.cli.app import (
 @app.command()
 @user_errors
 def translate(
-    model: ModelOpt,
+    model: ModelsOpt,
     input: Annotated[
         str, typer.Option("--input", "-i", help="Input file ('-' for stdin; .gz read).")
     ] = "-",
@@ -147,7 +147,18 @@ def translate(
     ] = False,
     chunk_size: Annotated[
         int | None,
-        typer.Option(help="Lines read before translating \\[default: 1000, 1 on a terminal]."),
+        typer.Option(
+            help="Most lines translated together; from a pipe or a terminal, fewer when the "
+            "input pauses (--flush-ms) \\[default: 1000]."
+        ),
+    ] = None,
+    flush_ms: Annotated[
+        float | None,
+        typer.Option(
+            help="From a pipe or a terminal: translate the lines that have come once no new "
+            "line has come for this many milliseconds (0: none awaited); a file is read in "
+            "full chunks \\[default: 10]."
+        ),
     ] = None,
     device: Device = "cpu",
     threads: Threads = None,
@@ -167,7 +178,7 @@ def translate(
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
     check_output(output, output_format)  # before the model loads and any input is read
-    check_options(chunk_size=chunk_size)
+    check_options(chunk_size=chunk_size, flush_ms=flush_ms)
     check_splitting(split_sentences=split_sentences, nbest=nbest, prefix_path=prefix)
     lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
     translator = open_translator(
@@ -197,5 +208,7 @@ def translate(
         shortlist=shortlist,
     )
     with open_translation_writer(output, output_format) as write:
-        for item in translator.translate_stream(input, chunk_size=chunk_size, prefix_path=prefix):
+        for item in translator.translate_stream(
+            input, chunk_size=chunk_size, flush_ms=flush_ms, prefix_path=prefix
+        ):
             write(item)

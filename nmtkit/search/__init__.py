@@ -13,6 +13,10 @@ EOS included; |y| counts EOS):
 
 Under a vocabulary shortlist (:mod:`nmtkit.search.shortlist`), log p is normalized over a
 batch's candidate words, not the whole vocabulary.
+
+Several models of one vocabulary search as one through
+:class:`~nmtkit.search.ensemble.Ensemble`: log p is then that of the mean of their
+probabilities.
 """
 
 from nmtkit.search import beam, greedy, sampling  # noqa: F401  (registration)

@@ -92,6 +92,16 @@ class BeamSearch(SearchStrategy):
                 beams.keep((~done).nonzero().squeeze(1))
         return finished.best(k)
 
+    def score(
+        self, log_prob: Tensor, *, lengths: Tensor, coverage: Tensor, pad_mask: Tensor
+    ) -> Tensor:
+        """GNMT's s(Y, X) = log p / lp(Y) + cp(X; Y), as :meth:`search` scores a finished
+        hypothesis: [N]."""
+        cfg = self.config
+        lp = length_penalty(lengths.double(), cfg.length_penalty)  # [N]
+        cp = coverage_penalty(coverage, pad_mask, cfg.coverage_penalty)  # [N]
+        return log_prob.double() / lp + cp.double()
+
 
 def length_penalty(length: Length, alpha: float) -> Length:
     """GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016, eq. 14)."""
@@ -180,7 +190,7 @@ class _Beams:
         """Continue rows ``rows`` [b*K] with ``words`` [b*K]; ``log_prob`` [b, K] becomes theirs."""
         self.log_prob = log_prob
         self.history = torch.cat([self.history[rows], words[:, None]], dim=1)  # [b*K, t+1]
-        self.state = state.select(rows)
+        self.state = state.reorder(rows)  # rows stay within their sentence's K
         self.attn = None if self.attn is None else self.attn[rows]
         self.prev = words
 

@@ -23,6 +23,7 @@ from nmtkit.errors import ConfigError
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.runtime import autocast
+from nmtkit.search.ensemble import Ensemble
 from nmtkit.search.shortlist import Shortlist
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ def max_lengths(src_lengths: torch.Tensor, *, a: float, b: int) -> torch.Tensor:
 
 
 def decode_sequences(
-    model: Seq2Seq,
+    model: Seq2Seq | Ensemble,
     sequences: Sequence[Sequence[int]],
     strategy: SearchStrategy,
     *,
@@ -138,6 +139,8 @@ def decode_sequences(
 
     ``shortlist`` restricts each batch's output words to its candidates
     (:meth:`Shortlist.search`, which says what that changes in the scores).
+
+    ``model`` is one model or an :class:`~nmtkit.search.ensemble.Ensemble` of several.
     """
     policy = LengthPolicy(max_source_len=0, max_tokens=max_tokens)
     batches = policy.batches([len(s) for s in sequences], max_sentences=batch_size)

@@ -38,6 +38,7 @@ from nmtkit.errors import DataError
 from nmtkit.files import atomic_write
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import DecoderState, EncoderOutput, Hypothesis, SearchStrategy, StepOutput
+from nmtkit.search.ensemble import Ensemble
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,7 @@ class Shortlist:
     def search(
         self,
         strategy: SearchStrategy,
-        model: Seq2Seq,
+        model: Seq2Seq | Ensemble,
         src: Tensor,
         lengths: Tensor,
         *,
@@ -236,7 +237,7 @@ class _Part:
     def search(
         self,
         strategy: SearchStrategy,
-        model: Seq2Seq,
+        model: Seq2Seq | Ensemble,
         vocab: Tensor | None,
         *,
         pad_id: int,
@@ -285,7 +286,7 @@ class _Restricted:
     """``model`` as a search sees it under a shortlist: its words are the candidates ``vocab``
     [V'], word i being ``vocab[i]``."""
 
-    model: Seq2Seq
+    model: Seq2Seq | Ensemble
     vocab: Tensor
 
     def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput:

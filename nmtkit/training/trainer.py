@@ -31,7 +31,13 @@ from nmtkit.errors import CheckpointError, DataError, Interrupted, unknown_name
 from nmtkit.files import atomic_write, check_writable_dir, remove_stale_temporaries, writing
 from nmtkit.models import Seq2Seq, build_model
 from nmtkit.registry import Batch
-from nmtkit.runtime import autocast, resolve_device, resolve_precision, tune_allocator
+from nmtkit.runtime import (
+    autocast,
+    describe_device,
+    resolve_device,
+    resolve_precision,
+    tune_allocator,
+)
 from nmtkit.training.data import EpochExamples, TrainingData
 from nmtkit.training.distributed import Distributed, session
 from nmtkit.training.loop import StopSignals, Window, signal_name
@@ -170,7 +176,8 @@ def _train(
     _check_model_dir(model_dir, resume=resume, overwrite=overwrite)  # every rank reads
     if dist.is_main:  # rank 0 alone writes and deletes
         check_writable_dir(model_dir)
-        remove_stale_temporaries(model_dir, [*ckpt.MODEL_FILES, ckpt.CONFIG])
+        stale = [*ckpt.MODEL_FILES, ckpt.CONFIG, *ckpt.kept_temporaries(model_dir)]
+        remove_stale_temporaries(model_dir, stale)
     tune_allocator()
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
@@ -197,7 +204,7 @@ def _train(
             return loop.result(ended, nothing_to_do=True)
         log.info("resuming at step=%d epoch=%d", loop.state.step, loop.state.epoch)
     elif dist.is_main:
-        for name in (ckpt.METRICS, ckpt.LOG, *ckpt.MODEL_FILES):
+        for name in (ckpt.METRICS, ckpt.LOG, *ckpt.held_model_files(model_dir)):
             (model_dir / name).unlink(missing_ok=True)
     if dist.is_main:
         with atomic_write(model_dir / ckpt.CONFIG) as stream:
@@ -220,7 +227,7 @@ def _check_model_dir(model_dir: Path, *, resume: bool, overwrite: bool) -> None:
     Raises:
         CheckpointError: naming the directory, what it holds and what to do.
     """
-    held = [name for name in ckpt.MODEL_FILES if (model_dir / name).is_file()]
+    held = ckpt.held_model_files(model_dir)
     if resume:
         if ckpt.TRAIN_STATE in held or ckpt.TRAIN_STATE_PREV in held:
             return
@@ -269,6 +276,7 @@ class TrainingLoop:
         self._stop = StopSignals()
         self._epoch_cache: tuple[int, EpochExamples, list[np.ndarray]] | None = None
         self._signum = 0  # the stop signal any rank received
+        self._kept_step = -1  # the update of the newest checkpoint_<update>.pt this run wrote
 
     # ------------------------------------------------------------------ state and resume
 
@@ -340,6 +348,17 @@ class TrainingLoop:
         if "scaler" in saved and self.scaler.is_enabled():
             self.scaler.load_state_dict(saved["scaler"])
         self._keep_newer_best()
+        self._drop_newer_kept()
+
+    def _drop_newer_kept(self) -> None:
+        """Delete kept checkpoints of updates after the restored state (a run killed between
+        saving one and its train state): the resumed run writes its own."""
+        if not self.dist.is_main:
+            return
+        for step, path in ckpt.kept_checkpoints(self.model_dir):
+            if step > self.state.step:
+                log.info("removing %s, newer than the saved run (step=%d)", path, self.state.step)
+                path.unlink(missing_ok=True)
 
     def _keep_newer_best(self) -> None:
         """Make sure a worse model never replaces ``best.pt``: a run killed while saving, or
@@ -378,8 +397,10 @@ class TrainingLoop:
         order = [state.stop_reason, *met] if state.stop_reason in met else list(met)
         return next((reason for reason in order if met[reason]), None)
 
-    def save(self, *, best: bool = False) -> None:
-        """Write ``last.pt`` (and ``best.pt``) and ``train_state.pt``: rank 0 alone."""
+    def save(self, *, best: bool = False, keep: bool = False) -> None:
+        """Write ``last.pt`` (and ``best.pt``) and ``train_state.pt``: rank 0 alone. ``keep``
+        (at a validation and at the end) also keeps this update's ``checkpoint_<update>.pt``,
+        the newest ``train.keep_last`` of them."""
         if not self.dist.is_main:
             return
         paths = [self.model_dir / ckpt.LAST] + ([self.model_dir / ckpt.BEST] if best else [])
@@ -392,7 +413,24 @@ class TrainingLoop:
                 step=self.state.step,
                 bleu=self.state.best_bleu if best else None,
             )
+        if keep and self.train_config.keep_last and self._kept_step != self.state.step:
+            self._keep_checkpoint()
         ckpt.save_train_state(self.model_dir / ckpt.TRAIN_STATE, self.snapshot())
+
+    def _keep_checkpoint(self) -> None:
+        """Write this update's ``checkpoint_<update>.pt`` and delete all but the newest
+        ``train.keep_last`` (each write atomic, the new one before any deletion)."""
+        ckpt.save_checkpoint(
+            ckpt.kept_checkpoint_path(self.model_dir, self.state.step),
+            model=self.model,
+            config=self.config,
+            vocab=self.data.vocab,
+            step=self.state.step,
+            bleu=None,
+        )
+        self._kept_step = self.state.step
+        for _, old in ckpt.kept_checkpoints(self.model_dir)[: -self.train_config.keep_last]:
+            old.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------------ the loop
 
@@ -405,7 +443,7 @@ class TrainingLoop:
             self.precision,
             " with loss scaling" if self.scaler.is_enabled() else "",
             resolve_precision(self.config.search.precision, self.device),
-            self.device,
+            describe_device(self.device),
         )
         if self.dist.active:
             log.info(
@@ -436,7 +474,7 @@ class TrainingLoop:
             if self.state.validated_step != self.state.step and self.data.valid is not None:
                 self._validate_everywhere(final=True)
             self.state.stop_reason = reason
-            self.save(best=self.data.valid is None)
+            self.save(best=self.data.valid is None, keep=True)
             self.dist.barrier()
         log.info(
             "stopped: %s; best val_bleu=%s at step=%s",
@@ -688,6 +726,6 @@ class TrainingLoop:
                 "signature": bleu.signature,
             }
         )
-        self.save(best=improved)
+        self.save(best=improved, keep=True)
         patience = self.train_config.patience
         return patience > 0 and self.state.bad_validations >= patience

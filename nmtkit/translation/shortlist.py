@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,20 +122,24 @@ def build_shortlist(
     )
 
 
-def open_shortlist(loaded: LoadedModel) -> Shortlist:
+def open_shortlist(loaded: LoadedModel, *, ensemble_with: Sequence[LoadedModel] = ()) -> Shortlist:
     """The shortlist in ``loaded``'s model directory, checked against its vocabulary.
 
+    ``ensemble_with`` are the other models of an ensemble with ``loaded``: they share its
+    vocabulary, and so its shortlist, and their decoders must take one too.
+
     Raises:
-        ConfigError: the model's decoder (a plugin's) takes no shortlist in its ``step``.
+        ConfigError: a model's decoder (a plugin's) takes no shortlist in its ``step``.
         DataError: there is none (the hint says how to build it), it is damaged, or it was
             built for another vocabulary.
     """
-    decoder = loaded.model.decoder
-    if "vocab" not in inspect.signature(decoder.step).parameters:
-        raise ConfigError(
-            f"the model's decoder {type(decoder).__name__} takes no vocabulary shortlist "
-            "(its step() has no vocab argument), so no --shortlist"
-        )
+    for member in (loaded, *ensemble_with):
+        decoder = member.model.decoder
+        if "vocab" not in inspect.signature(decoder.step).parameters:
+            raise ConfigError(
+                f"the decoder {type(decoder).__name__} of {member.path} takes no vocabulary "
+                "shortlist (its step() has no vocab argument), so no --shortlist"
+            )
     model_dir = loaded.path.parent
     path = model_dir / SHORTLIST
     if not path.is_file():

@@ -9,7 +9,6 @@ splitting, a chunk's lines are cut into sentences, translated as one batch and j
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +21,12 @@ from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.data.text import words
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import read_lines
-from nmtkit.models.quantization import quantize_int8
+from nmtkit.models import Seq2Seq
+from nmtkit.models.quantization import cast_bf16, quantize_int8, weights_precision
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.runtime import resolve_precision, tune_allocator
 from nmtkit.search.decode import LengthPolicy, build_strategy, decode_sequences
+from nmtkit.search.ensemble import Ensemble, check_vocabularies
 from nmtkit.search.overrides import (
     SearchOverrides,
     describe_search,
@@ -41,6 +42,7 @@ from nmtkit.translation.splitting import (
     check_splitting,
     join_parts,
 )
+from nmtkit.translation.streaming import DEFAULT_FLUSH_MS, arrives_over_time, read_chunks
 
 log = logging.getLogger(__name__)
 
@@ -66,18 +68,26 @@ class Translator:
         precision: of the matrix products, ``fp32``, ``bf16`` or ``auto``
             (:func:`nmtkit.runtime.resolve_precision`); the model's ``search.precision`` when
             None. ``int8`` gives the loaded model's decoder int8 weights in place
-            (:func:`nmtkit.models.quantization.quantize_int8`, which needs torchao).
+            (:func:`nmtkit.models.quantization.quantize_int8`, which needs torchao), ``bf16``
+            bf16 weights (:func:`~nmtkit.models.quantization.cast_bf16`); either model then
+            serves only translators of its precision.
         lengths: how long lines are cut and batched; the defaults of :class:`LengthPolicy`
             when None.
         split_sentences: cut each line into sentences (sentencex, for the model's source
             language), translate them and join their translations (:class:`Translation`).
         shortlist: restrict each batch's output words to its candidates
             (:mod:`nmtkit.search.shortlist`, which says what that changes in the scores).
+        ensemble_with: more models to translate with ``loaded`` as one ensemble: every
+            step's log-probabilities are those of the mean of the models' probabilities and the
+            attention is their mean (:mod:`nmtkit.search.ensemble`). The text pipelines and
+            the search settings are ``loaded``'s; the precision applies to every model. With
+            none, ``loaded``'s model is searched as it is.
 
     Raises:
         ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`),
             ``nbest`` above 1 with ``split_sentences`` (:func:`check_splitting`), an unknown
-            precision, or ``int8`` without torchao.
+            precision, ``int8`` without torchao, a model already given other weights, or an
+            ensemble model whose vocabulary is not ``loaded``'s.
     """
 
     def __init__(
@@ -94,9 +104,19 @@ class Translator:
         lengths: LengthPolicy | None = None,
         split_sentences: bool = False,
         shortlist: Shortlist | None = None,
+        ensemble_with: Sequence[LoadedModel] = (),
     ) -> None:
         check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
         check_splitting(split_sentences=split_sentences, nbest=nbest)
+        self.members = (loaded, *ensemble_with)
+        # One model is searched unwrapped: an ensemble of one would only cost time.
+        self.model: Seq2Seq | Ensemble = loaded.model
+        if ensemble_with:
+            check_vocabularies(
+                [member.vocab.fingerprint for member in self.members],
+                names=[str(member.path) for member in self.members],
+            )
+            self.model = Ensemble([member.model for member in self.members])
         search = loaded.config.search
         self.loaded = loaded
         self.strategy = strategy or build_strategy(search.strategy)
@@ -104,19 +124,29 @@ class Translator:
         self.max_len_a = search.max_len_a if max_len_a is None else max_len_a
         self.max_len_b = search.max_len_b if max_len_b is None else max_len_b
         self.nbest = nbest
-        attention = loaded.config.model.attention.name
-        aligns = registry.get("attention", attention).aligns
-        if with_alignment and not aligns:
+        attentions = [member.config.model.attention.name for member in self.members]
+        unaligned = [name for name in attentions if not registry.get("attention", name).aligns]
+        if with_alignment and unaligned:
             log.warning(
                 "the model's attention %r is not an alignment: no word alignments (null in jsonl)",
-                attention,
+                unaligned[0],
             )
-        self.with_alignment = with_alignment and aligns
+        self.with_alignment = with_alignment and not unaligned
         self.lengths = lengths or LengthPolicy()
         device = next(loaded.model.parameters()).device
         self.precision = resolve_precision(precision or search.precision, device)
-        if self.precision == "int8":
-            quantize_int8(loaded.model)
+        for member in self.members:
+            prepared = weights_precision(member.model)
+            if prepared not in ("fp32", self.precision):
+                raise ConfigError(
+                    f"this loaded model has {prepared} weights (from an earlier translator); "
+                    f"load it again to translate in {self.precision}"
+                )
+        for member in self.members:
+            if self.precision == "int8":
+                quantize_int8(member.model)
+            elif self.precision == "bf16":
+                cast_bf16(member.model)  # the bf16 numbers autocast would make at every step
         self.splitter = SentenceSplitter(loaded.vocab.src_lang) if split_sentences else None
         self.shortlist = shortlist
 
@@ -125,31 +155,42 @@ class Translator:
         path: str | Path,
         *,
         chunk_size: int | None = None,
+        flush_ms: float | None = None,
         prefix_path: str | Path | None = None,
     ) -> Iterator[Translation]:
-        """Translate a file or stdin ('-'); a terminal gets each line translated as it comes.
+        """Translate a file or stdin ('-') in chunks of up to ``chunk_size`` lines (1000 when
+        None). From a pipe, FIFO or terminal a chunk is translated as soon as no new line has
+        come for ``flush_ms`` milliseconds (:data:`~nmtkit.translation.streaming.
+        DEFAULT_FLUSH_MS` when None), so each line is answered when the input pauses
+        (:func:`~nmtkit.translation.streaming.read_chunks`); a regular file is read in full
+        chunks.
 
         Args:
             prefix_path: a file of target prefixes, one per input line (raw text; an empty line
-                means none); every translation starts with its line's prefix. With stdin, the
-                whole input is read before translating, to check that the line counts match.
+                means none); every translation starts with its line's prefix. With stdin or
+                another pipe, the whole input is read before translating, to check that the
+                line counts match.
 
         Raises:
-            ConfigError: a chunk size below 1, or a prefix file with sentence splitting.
+            ConfigError: a chunk size below 1, a negative ``flush_ms``, or a prefix file with
+                sentence splitting.
             DataError: the input or prefix file is missing or not valid UTF-8 (naming the line),
                 or the prefix file's line count is not the input's.
         """
-        check_options(chunk_size=chunk_size)
+        check_options(chunk_size=chunk_size, flush_ms=flush_ms)
         check_splitting(split_sentences=self.splitter is not None, prefix_path=prefix_path)
-        if chunk_size is None:
-            chunk_size = 1 if str(path) == "-" and sys.stdin.isatty() else 1000
-        lines: Iterable[str] = (line or "" for line in read_lines(path))
+        chunk_size = chunk_size or 1000
         if prefix_path is None:
-            yield from self.translate(lines, chunk_size=chunk_size)
+            offset = 0
+            pause = DEFAULT_FLUSH_MS if flush_ms is None else flush_ms
+            for chunk in read_chunks(path, chunk_size=chunk_size, flush_ms=pause):
+                yield from self.translate_chunk(chunk, offset=offset)
+                offset += len(chunk)
             return
         prefixes = [line or "" for line in read_lines(prefix_path)]
-        if str(path) == "-":
-            lines = list(lines)  # stdin is read once: hold it, to count it before translating
+        lines: Iterable[str] = (line or "" for line in read_lines(path))
+        if str(path) == "-" or arrives_over_time(path):
+            lines = list(lines)  # a pipe is read once: hold it, to count it before translating
             num_lines = len(lines)
         else:
             num_lines = sum(1 for _ in read_lines(path))
@@ -276,7 +317,7 @@ class Translator:
         busy = [i for i, seq in enumerate(ids) if seq]
         prefix_ids = self._encode_prefixes(prefixes)
         hypotheses = decode_sequences(
-            self.loaded.model,
+            self.model,
             [ids[i] for i in busy],
             self.strategy,
             batch_size=self.batch_size,
@@ -323,7 +364,7 @@ class Translator:
 
 
 def open_translator(
-    model_path: str | Path,
+    model_path: str | Path | Sequence[str | Path],
     *,
     search: SearchOverrides | None = None,
     batch_size: int | None = None,
@@ -340,22 +381,35 @@ def open_translator(
 ) -> Translator:
     """Load a model and set up its translator; None keeps the model's own search settings.
 
-    ``shortlist`` restricts the output words to the vocabulary shortlist in the model's
+    ``model_path`` is one model (a directory or a checkpoint file) or a sequence of them, which
+    translate as an ensemble (``ensemble_with`` of :class:`Translator`): the first model's
+    text pipelines, search settings and shortlist serve them all.
+
+    ``shortlist`` restricts the output words to the vocabulary shortlist in the (first) model's
     directory (:func:`nmtkit.translation.shortlist.open_shortlist`).
 
     Raises:
-        CheckpointError: ``model_path`` holds no usable checkpoint.
+        CheckpointError: a path holds no usable checkpoint.
         DataError: ``shortlist`` and the model's directory has no usable shortlist for it.
-        ConfigError: ``nbest`` above the beam size or number of samples (or above 1 with
-            ``split_sentences``), a batch size below 1, a negative output cap, or search
-            overrides that conflict or are out of range (:func:`resolve_search`).
+        ConfigError: no model path, models of different vocabularies, ``nbest`` above the
+            beam size or number of samples (or above 1 with ``split_sentences``), a batch size
+            below 1, a negative output cap, or search overrides that conflict or are out of
+            range (:func:`resolve_search`).
     """
+    paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
+    if not paths:
+        raise ConfigError("no model to translate with", hint="give one with --model")
     check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
     check_splitting(split_sentences=split_sentences, nbest=nbest)  # before the model loads
     if threads:
         torch.set_num_threads(threads)
     tune_allocator()
-    loaded = load_model(model_path, device=device)
+    loaded, *others = [load_model(path, device=device) for path in paths]
+    if others:  # before the shortlist is opened: a mismatch is the first thing to report
+        check_vocabularies(
+            [member.vocab.fingerprint for member in (loaded, *others)],
+            names=[str(member.path) for member in (loaded, *others)],
+        )
     spec = resolve_search(loaded.config.search.strategy, search or SearchOverrides(), nbest=nbest)
     width = max_hypotheses(spec)
     if nbest < 1 or nbest > width:
@@ -374,8 +428,12 @@ def open_translator(
         precision=precision,
         lengths=lengths,
         split_sentences=split_sentences,
-        shortlist=open_shortlist(loaded) if shortlist else None,
+        shortlist=open_shortlist(loaded, ensemble_with=others) if shortlist else None,
+        ensemble_with=others,
     )
+    if others:
+        names = ", ".join(str(member.path) for member in translator.members)
+        log.info("ensemble of %d models: %s", len(translator.members), names)
     log.info("search: %s", describe_search(spec, precision=translator.precision))
     return translator
 
@@ -386,16 +444,22 @@ def check_options(
     max_len_a: float | None = None,
     max_len_b: int | None = None,
     chunk_size: int | None = None,
+    flush_ms: float | None = None,
 ) -> None:
     """Reject translation options out of range (None: not given), naming their flags.
 
     Raises:
-        ConfigError: a batch or chunk size below 1, or a negative ``max_len_a`` or ``max_len_b``.
+        ConfigError: a batch or chunk size below 1, or a negative ``max_len_a``, ``max_len_b``
+            or ``flush_ms``.
     """
     for flag, value in (("--batch-size", batch_size), ("--chunk-size", chunk_size)):
         if value is not None and value < 1:
             raise ConfigError(f"{flag} must be at least 1, got {value}")
-    for flag, bound in (("--max-len-a", max_len_a), ("--max-len-b", max_len_b)):
+    for flag, bound in (
+        ("--max-len-a", max_len_a),
+        ("--max-len-b", max_len_b),
+        ("--flush-ms", flush_ms),
+    ):
         if bound is not None and bound < 0:
             raise ConfigError(f"{flag} must be 0 or more, got {bound}")
 

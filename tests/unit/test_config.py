@@ -22,7 +22,7 @@ from nmtkit.config import (
 )
 from nmtkit.errors import ConfigError
 
-PRESETS = ["default", "rnnencdec", "rnnsearch-paper", "tiny"]
+PRESETS = ["default", "demo", "rnnencdec", "rnnsearch-paper", "tiny"]
 
 
 def preset_text(name: str) -> str:
@@ -62,6 +62,18 @@ def test_every_preset_takes_the_values_in_its_file_and_round_trips(name: str) ->
 def test_every_other_preset_says_in_its_header_how_it_differs_from_the_default(name: str) -> None:
     header = itertools.takewhile(lambda line: line.startswith("#"), preset_text(name).splitlines())
     assert "default" in " ".join(header)
+
+
+def test_demo_preset_is_the_default_model_for_a_fixed_number_of_updates() -> None:
+    """`make demo` promises a working translator in minutes on any CPU: a budget in updates
+    (the same model everywhere), the default's sizes, single sentences, one validation."""
+    demo, default = load_config(preset="demo"), load_config()
+    assert demo.model.encoder == default.model.encoder
+    assert demo.model.decoder == default.model.decoder
+    assert demo.model.attention == default.model.attention
+    assert demo.train.max_updates == demo.train.validate_every == 500
+    assert demo.train.time_budget is None
+    assert (demo.train.lr, demo.model.dropout, demo.train.concat_rate) == (0.003, 0.1, 0.0)
 
 
 def test_paper_preset_has_the_papers_sizes() -> None:

@@ -1,0 +1,140 @@
+"""`nmtkit serve`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+
+from nmtkit.cli.app import (
+    PRECISION_HELP,
+    Device,
+    ModelsOpt,
+    Quiet,
+    Threads,
+    UserDirs,
+    Verbose,
+    app,
+    setup,
+    user_errors,
+)
+
+
+@app.command()
+@user_errors
+def serve(
+    model: ModelsOpt,
+    host: Annotated[
+        str, typer.Option(help="Address to listen on; 0.0.0.0 for every interface.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port; 0 for any free one (logged).")] = 8080,
+    max_sentences: Annotated[
+        int | None, typer.Option(help="Most sentences per request (more: 413) \\[default: 64].")
+    ] = None,
+    max_chars: Annotated[
+        int | None,
+        typer.Option(help="Most characters per sentence (more: 413) \\[default: 2000]."),
+    ] = None,
+    max_queue: Annotated[
+        int | None,
+        typer.Option(
+            help="Most sentences accepted and not yet answered; a request over it gets 429 "
+            "\\[default: 1024]."
+        ),
+    ] = None,
+    max_beam: Annotated[
+        int | None,
+        typer.Option(
+            help="Most hypotheses per sentence a request may ask for, beam size or samples "
+            "(more: 422) \\[default: 16]."
+        ),
+    ] = None,
+    batch_wait_ms: Annotated[
+        float | None,
+        typer.Option(
+            help="How long the oldest waiting request waits for others to share its batch "
+            "\\[default: 5]."
+        ),
+    ] = None,
+    max_batch_sentences: Annotated[
+        int | None,
+        typer.Option(help="Most sentences decoded as one batch \\[default: 64]."),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(help="Most sentences per search batch \\[default: the model's, 128]."),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Most padded source pieces per search batch; a longer sentence is searched "
+            "alone \\[default: 8192]."
+        ),
+    ] = None,
+    max_source_len: Annotated[
+        int | None,
+        typer.Option(help="Most source pieces read of a sentence; 0: no cap \\[default: 0]."),
+    ] = None,
+    max_len_a: Annotated[
+        float | None, typer.Option(help="Output cap a*|source|+b: a \\[default: the model's].")
+    ] = None,
+    max_len_b: Annotated[
+        int | None, typer.Option(help="Output cap a*|source|+b: b \\[default: the model's].")
+    ] = None,
+    shortlist: Annotated[
+        bool,
+        typer.Option(help="Search over each batch's vocabulary shortlist (translate --shortlist)."),
+    ] = False,
+    device: Device = "cpu",
+    threads: Threads = None,
+    precision: Annotated[
+        str | None,
+        typer.Option(help=f"{PRECISION_HELP} \\[default: the model's, auto]."),
+    ] = None,
+    verbose: Verbose = 0,
+    quiet: Quiet = False,
+    user_dir: UserDirs = None,
+) -> None:
+    """Serve translations over HTTP: POST /translate, GET /health, GET /model (docs at /docs)."""
+    from nmtkit.search.decode import LengthPolicy
+    from nmtkit.serving.limits import ServeLimits
+    from nmtkit.serving.listener import check_installed, listen
+    from nmtkit.translation.translator import open_translator
+
+    setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
+    _log_server_through_nmtkit(verbose=verbose)
+    limits = ServeLimits.of(
+        max_sentences=max_sentences,
+        max_chars=max_chars,
+        max_queue=max_queue,
+        max_beam=max_beam,
+        batch_wait_ms=batch_wait_ms,
+        max_batch_sentences=max_batch_sentences,
+    )
+    lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
+    check_installed()
+    with listen(host, port) as listener:  # before the model loads: a busy port fails at once
+        translator = open_translator(
+            model,
+            batch_size=batch_size,
+            max_len_a=max_len_a,
+            max_len_b=max_len_b,
+            device=device,
+            threads=threads,
+            precision=precision,
+            lengths=lengths,
+            shortlist=shortlist,
+        )
+        from nmtkit.serving.server import serve as run_server
+
+        run_server(translator, listener, limits=limits, access_log=verbose > 0)
+
+
+def _log_server_through_nmtkit(*, verbose: int) -> None:
+    """uvicorn's warnings and errors (with -v also its start, stop and access lines) go to
+    nmtkit's log handler."""
+    server_log = logging.getLogger("uvicorn")
+    server_log.handlers[:] = logging.getLogger("nmtkit").handlers
+    server_log.setLevel(logging.INFO if verbose else logging.WARNING)
+    server_log.propagate = False

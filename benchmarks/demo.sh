@@ -6,6 +6,7 @@
 # on this machine's CPU class.
 #   make demo
 #   DEMO_UPDATES=800 make demo          # more updates, a better model, a longer wait
+#   bash benchmarks/demo.sh --set train.precision=fp32   # arguments go to `nmtkit train`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source benchmarks/data.sh
@@ -24,7 +25,7 @@ nmtkit preprocess -s en -t de --trainpref "$M30K/train" --validpref "$M30K/val" 
 echo "== train: the demo preset (default RNNsearch, ${UPDATES:-its} updates)"
 budget=(--time-budget "$SAFETY_MINUTES")
 [ -n "$UPDATES" ] && budget+=(--max-updates "$UPDATES")
-nmtkit train "$OUT/data" --save-dir "$OUT/model" --preset demo --overwrite "${budget[@]}"
+nmtkit train "$OUT/data" --save-dir "$OUT/model" --preset demo --overwrite "${budget[@]}" "$@"
 trained=$(date +%s)
 
 echo "== translate test_2016_flickr (beam 5)"

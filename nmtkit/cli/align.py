@@ -10,10 +10,12 @@ import typer
 from nmtkit.cli.app import (
     PRECISION_HELP,
     Device,
+    PairBatchSize,
     Quiet,
     Threads,
     UserDirs,
     app,
+    pair_max_tokens_option,
     setup,
     user_errors,
 )
@@ -92,14 +94,8 @@ def align(
         bool, typer.Option("--json", help="Print the scores as JSON on stdout.")
     ] = False,
     limit: Annotated[int | None, typer.Option(help="Only the first N pairs.")] = None,
-    batch_size: Annotated[int, typer.Option(help="Most sentence pairs per batch.")] = 64,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option(
-            help="Most padded pieces per batch, pairs x (longest side + 1); a longer pair is "
-            "aligned alone \\[default: 8192]."
-        ),
-    ] = None,
+    batch_size: PairBatchSize = 64,
+    max_tokens: Annotated[int | None, pair_max_tokens_option("aligned")] = None,
     max_source_len: Annotated[
         int | None,
         typer.Option(

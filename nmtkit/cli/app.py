@@ -51,13 +51,19 @@ Threads = Annotated[
     int | None, typer.Option(min=1, help="Torch CPU threads \\[default: torch's choice].")
 ]
 Device = Annotated[str, typer.Option(help="Torch device, e.g. cpu or cuda.")]
-# --precision of translate and align, which each add their default.
+# --precision: align adds its own default, Precision the model's.
 PRECISION_HELP = (
     "Matrix products in fp32 or bf16; auto: bf16 where the CPU has native bf16 (AVX512-BF16, "
     "AMX); int8: the decoder's weights in int8, its inputs quantized to int8 row by row "
     "(torchao: pip install torchao), faster than fp32 but slower than bf16 on a CPU with native "
     "bf16 (docs/speed.md)."
 )
+Precision = Annotated[
+    str | None, typer.Option(help=f"{PRECISION_HELP} \\[default: the model's, auto].")
+]
+Output = Annotated[str, typer.Option("--output", help="Output file ('-' for stdout).")]
+# --batch-size of the commands that read sentence pairs (align, score-pairs).
+PairBatchSize = Annotated[int, typer.Option(help="Most sentence pairs per batch.")]
 UserDirs = Annotated[
     list[Path] | None,
     typer.Option(
@@ -65,6 +71,27 @@ UserDirs = Annotated[
         help="Import plugin components from this folder of Python modules (repeatable).",
     ),
 ]
+
+
+# Options whose help differs between commands by a word; the command gives the type:
+# ``batch_size: Annotated[int | None, model_batch_size_option("search batch")] = None``.
+def model_batch_size_option(batch: str = "batch") -> Any:
+    """--batch-size of a command whose default is the model's: most sentences per ``batch``."""
+    return typer.Option(help=f"Most sentences per {batch} \\[default: the model's, 128].")
+
+
+def pair_max_tokens_option(verb: str) -> Any:
+    """--max-tokens of a command that reads sentence pairs, which it ``verb`` (aligned, scored)."""
+    return typer.Option(
+        help="Most padded pieces per batch, pairs x (longest side + 1); a longer pair is "
+        f"{verb} alone \\[default: 8192]."
+    )
+
+
+def output_cap_option(term: str, *, value: str = "") -> Any:
+    """--max-len-a or --max-len-b (``term`` a or b), whose default is the model's (``value``)."""
+    default = f"the model's, {value}" if value else "the model's"
+    return typer.Option(help=f"Output cap a*|source|+b: {term} \\[default: {default}].")
 
 
 def user_errors(command: F) -> F:

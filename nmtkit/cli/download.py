@@ -7,11 +7,7 @@ from typing import Annotated
 
 import typer
 
-from nmtkit.cli.app import (
-    app,
-    setup,
-    user_errors,
-)
+from nmtkit.cli.app import app, setup, user_errors
 
 
 @app.command("download")

@@ -7,14 +7,7 @@ from typing import Annotated
 
 import typer
 
-from nmtkit.cli.app import (
-    Quiet,
-    UserDirs,
-    Verbose,
-    app,
-    setup,
-    user_errors,
-)
+from nmtkit.cli.app import Quiet, UserDirs, Verbose, app, setup, user_errors
 from nmtkit.console import console
 
 

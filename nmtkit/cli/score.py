@@ -7,13 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nmtkit.cli.app import (
-    Quiet,
-    UserDirs,
-    app,
-    setup,
-    user_errors,
-)
+from nmtkit.cli.app import Quiet, UserDirs, app, setup, user_errors
 from nmtkit.console import console
 from nmtkit.errors import ConfigError
 

@@ -8,14 +8,17 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli.app import (
-    PRECISION_HELP,
     Device,
     ModelOpt,
+    Output,
+    PairBatchSize,
+    Precision,
     Quiet,
     Threads,
     UserDirs,
     Verbose,
     app,
+    pair_max_tokens_option,
     setup,
     user_errors,
 )
@@ -43,7 +46,7 @@ def score_pairs(
             help="--nbest: the name of the feature that gets the model's score \\[default: nmt]."
         ),
     ] = None,
-    output: Annotated[str, typer.Option("--output", help="Output file ('-' for stdout).")] = "-",
+    output: Output = "-",
     output_format: Annotated[
         str | None,
         typer.Option(
@@ -68,19 +71,11 @@ def score_pairs(
     greedy: Annotated[
         bool, typer.Option(help="Score as greedy search does: log p / length (EOS counted).")
     ] = False,
-    batch_size: Annotated[int, typer.Option(help="Most sentence pairs per batch.")] = 64,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option(
-            help="Most padded pieces per batch, pairs x (longest side + 1); a longer pair is "
-            "scored alone \\[default: 8192]."
-        ),
-    ] = None,
+    batch_size: PairBatchSize = 64,
+    max_tokens: Annotated[int | None, pair_max_tokens_option("scored")] = None,
     device: Device = "cpu",
     threads: Threads = None,
-    precision: Annotated[
-        str | None, typer.Option(help=f"{PRECISION_HELP} \\[default: the model's, auto].")
-    ] = None,
+    precision: Precision = None,
     verbose: Verbose = 0,
     quiet: Quiet = False,
     user_dir: UserDirs = None,

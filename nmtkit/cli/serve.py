@@ -8,14 +8,16 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli.app import (
-    PRECISION_HELP,
     Device,
     ModelsOpt,
+    Precision,
     Quiet,
     Threads,
     UserDirs,
     Verbose,
     app,
+    model_batch_size_option,
+    output_cap_option,
     setup,
     user_errors,
 )
@@ -61,10 +63,7 @@ def serve(
         int | None,
         typer.Option(help="Most sentences decoded as one batch \\[default: 64]."),
     ] = None,
-    batch_size: Annotated[
-        int | None,
-        typer.Option(help="Most sentences per search batch \\[default: the model's, 128]."),
-    ] = None,
+    batch_size: Annotated[int | None, model_batch_size_option("search batch")] = None,
     max_tokens: Annotated[
         int | None,
         typer.Option(
@@ -76,22 +75,15 @@ def serve(
         int | None,
         typer.Option(help="Most source pieces read of a sentence; 0: no cap \\[default: 0]."),
     ] = None,
-    max_len_a: Annotated[
-        float | None, typer.Option(help="Output cap a*|source|+b: a \\[default: the model's].")
-    ] = None,
-    max_len_b: Annotated[
-        int | None, typer.Option(help="Output cap a*|source|+b: b \\[default: the model's].")
-    ] = None,
+    max_len_a: Annotated[float | None, output_cap_option("a")] = None,
+    max_len_b: Annotated[int | None, output_cap_option("b")] = None,
     shortlist: Annotated[
         bool,
         typer.Option(help="Search over each batch's vocabulary shortlist (translate --shortlist)."),
     ] = False,
     device: Device = "cpu",
     threads: Threads = None,
-    precision: Annotated[
-        str | None,
-        typer.Option(help=f"{PRECISION_HELP} \\[default: the model's, auto]."),
-    ] = None,
+    precision: Precision = None,
     verbose: Verbose = 0,
     quiet: Quiet = False,
     user_dir: UserDirs = None,

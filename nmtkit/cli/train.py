@@ -7,15 +7,7 @@ from typing import Annotated
 
 import typer
 
-from nmtkit.cli.app import (
-    Quiet,
-    Threads,
-    UserDirs,
-    Verbose,
-    app,
-    setup,
-    user_errors,
-)
+from nmtkit.cli.app import Quiet, Threads, UserDirs, Verbose, app, setup, user_errors
 from nmtkit.console import console
 
 

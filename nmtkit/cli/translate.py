@@ -7,14 +7,17 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli.app import (
-    PRECISION_HELP,
     Device,
     ModelsOpt,
+    Output,
+    Precision,
     Quiet,
     Threads,
     UserDirs,
     Verbose,
     app,
+    model_batch_size_option,
+    output_cap_option,
     setup,
     user_errors,
 )
@@ -27,7 +30,7 @@ def translate(
     input: Annotated[
         str, typer.Option("--input", "-i", help="Input file ('-' for stdin; .gz read).")
     ] = "-",
-    output: Annotated[str, typer.Option("--output", help="Output file ('-' for stdout).")] = "-",
+    output: Output = "-",
     beam: Annotated[
         int | None,
         typer.Option(
@@ -91,10 +94,7 @@ def translate(
             "translation starts with its prefix."
         ),
     ] = None,
-    batch_size: Annotated[
-        int | None,
-        typer.Option(help="Most sentences per batch \\[default: the model's, 128]."),
-    ] = None,
+    batch_size: Annotated[int | None, model_batch_size_option()] = None,
     max_tokens: Annotated[
         int | None,
         typer.Option(
@@ -109,12 +109,8 @@ def translate(
             "warning naming the line; 0: no cap \\[default: 0, whole lines]."
         ),
     ] = None,
-    max_len_a: Annotated[
-        float | None, typer.Option(help="Output cap a*|source|+b: a \\[default: the model's, 1.5].")
-    ] = None,
-    max_len_b: Annotated[
-        int | None, typer.Option(help="Output cap a*|source|+b: b \\[default: the model's, 10].")
-    ] = None,
+    max_len_a: Annotated[float | None, output_cap_option("a", value="1.5")] = None,
+    max_len_b: Annotated[int | None, output_cap_option("b", value="10")] = None,
     nbest: Annotated[
         int,
         typer.Option(
@@ -162,10 +158,7 @@ def translate(
     ] = None,
     device: Device = "cpu",
     threads: Threads = None,
-    precision: Annotated[
-        str | None,
-        typer.Option(help=f"{PRECISION_HELP} \\[default: the model's, auto]."),
-    ] = None,
+    precision: Precision = None,
     verbose: Verbose = 0,
     quiet: Quiet = False,
     user_dir: UserDirs = None,

@@ -264,17 +264,8 @@ class AttentionScorer(nn.Module, Component):
         """Precompute what depends on the annotations only, once per sentence: [B, S, ...]."""
         raise NotImplementedError
 
-    def query_projection(self) -> nn.Linear | None:
-        """The linear layer this scorer first applies to the query, if any. A decoder that
-        multiplies the same query by its own matrices may compute this one in the same matrix
-        product and pass the result to :meth:`forward` as ``projected``."""
-        return None
-
-    def forward(
-        self, query: Tensor, state: DecoderState, *, projected: Tensor | None = None
-    ) -> Attended:
-        """Attend from ``query`` [B, D] (s_{i-1}) over ``state``'s annotations and keys;
-        ``projected`` is :meth:`query_projection` of the query when the caller computed it."""
+    def forward(self, query: Tensor, state: DecoderState) -> Attended:
+        """Attend from ``query`` [B, D] (s_{i-1}) over ``state``'s annotations and keys."""
         raise NotImplementedError
 
 
@@ -286,19 +277,8 @@ class SoftmaxAttention(AttentionScorer):
         """Energies e_ij [B, S] (before the softmax); padding is masked afterwards."""
         raise NotImplementedError
 
-    def projected_energies(self, projected: Tensor, state: DecoderState) -> Tensor:
-        """Energies from the query already through :meth:`query_projection`: [B, S]. Only
-        scorers that have a query projection implement it."""
-        raise NotImplementedError
-
-    def forward(
-        self, query: Tensor, state: DecoderState, *, projected: Tensor | None = None
-    ) -> Attended:
-        energies = (  # [B, S]
-            self.energies(query, state)
-            if projected is None
-            else self.projected_energies(projected, state)
-        )
+    def forward(self, query: Tensor, state: DecoderState) -> Attended:
+        energies = self.energies(query, state)  # [B, S]
         weights = energies.masked_fill(state.pad_mask, float("-inf")).softmax(dim=-1)
         context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, C]
         return Attended(context=context, weights=weights)

@@ -11,7 +11,6 @@ from torch.nn import functional as F
 
 from nmtkit.errors import ConfigError, unknown_name
 from nmtkit.models.initialization import orthogonal_gates
-from nmtkit.models.stacked import StackedLinear
 from nmtkit.registry import (
     AttentionScorer,
     Decoder,
@@ -96,16 +95,6 @@ class GRUDecoder(Decoder):
                 raise ConfigError("tie_embeddings needs readout_size == embed_size")
             self.output.weight = self.embed.weight
         self.dropout = nn.Dropout(dropout)
-        # The products that read the same input, each as one matrix product: s_{i-1} (recurrent
-        # gates, and the attention's query projection where it has one) at every step, and at
-        # a search's steps also E y_{i-1} and c_i (GRU input gates and readout).
-        query = attention.query_projection()
-        self._reads_state = StackedLinear(
-            [self.hidden_to_gates] if query is None else [self.hidden_to_gates, query]
-        )
-        self._reads_embedding = StackedLinear([self.input_from_embed, self.readout_embed])
-        self._reads_context = StackedLinear([self.input_from_context, self.readout_context])
-        self._reads_context_in = StackedLinear([self.input_from_context])
         # The rows of W_o and b_o for the last shortlist seen, and the W_o version they were
         # cut from: a search passes the same ``vocab`` tensor at every step of a batch.
         self._shortlist_rows: tuple[Tensor, int, Tensor, Tensor] | None = None
@@ -123,43 +112,32 @@ class GRUDecoder(Decoder):
             pad_mask=encoder_out.pad_mask,
         )
 
-    def _recur(
-        self, embed_gates: Tensor, state: DecoderState, reads_context: StackedLinear
-    ) -> tuple[Tensor, Tensor, Tensor, list[Tensor]]:
-        """One GRU step from s_{i-1}: return s_i [B, D], c_i [B, C], alpha_i [B, S], and the
-        products of c_i by ``reads_context``'s layers after the first (the GRU's input gates)."""
+    def _recur(self, embed_gates: Tensor, state: DecoderState) -> tuple[Tensor, Tensor, Tensor]:
+        """One GRU step from s_{i-1}: return s_i [B, D], c_i [B, C], alpha_i [B, S]."""
         hidden = state.hidden
-        gates_h, *query = self._reads_state(hidden)  # [B, 3D], and W_a s_{i-1} [B, A]
-        attended = (
-            self.attention(hidden, state, projected=query[0])
-            if query
-            else self.attention(hidden, state)
-        )
+        attended = self.attention(hidden, state)
         context, weights = attended.context, attended.weights  # [B, C], [B, S]
-        context_gates, *context_rest = reads_context(context)  # [B, 3D], ...
         # Under bf16 autocast the matrix products run in bf16, but the gates and the state are
         # fp32: s_i carries the whole sentence, and rounding it at every step would compound.
-        gates_in = (embed_gates + context_gates).float()  # [B, 3D]
-        gates_h = gates_h.float()  # [B, 3D]
+        gates_in = (embed_gates + self.input_from_context(context)).float()  # [B, 3D]
+        gates_h = self.hidden_to_gates(hidden).float()  # [B, 3D]
         in_r, in_z, in_n = gates_in.chunk(3, dim=-1)
         h_r, h_z, h_n = gates_h.chunk(3, dim=-1)
         reset = torch.sigmoid(in_r + h_r)
         update = torch.sigmoid(in_z + h_z)
         candidate = torch.tanh(in_n + reset * h_n)
         hidden = candidate + update * (hidden - candidate)  # (1-z) n + z s_{i-1}
-        return hidden, context, weights, context_rest
+        return hidden, context, weights
 
     def _readout(self, hidden: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
         """Maxout deep output t_i over (s, E y_{i-1}, c_i), s = s_i or s_{i-1}: [..., M]."""
-        return self._maxout(
-            self.readout_state(hidden)  # [..., 2M]
+        pre = (
+            self.readout_state(hidden)
             + self.readout_embed(embedded)
             + self.readout_context(context)
         )
-
-    def _maxout(self, pre: Tensor) -> Tensor:
-        """t_i = max over pairs of U_o s + V_o E y_{i-1} + C_o c_i [..., 2M]: [..., M]."""
-        return self.dropout(pre.unflatten(-1, (-1, 2)).amax(dim=-1))
+        pre = pre.unflatten(-1, (-1, 2)).amax(dim=-1)  # [..., M]
+        return self.dropout(pre)
 
     def forward(self, tgt_in: Tensor, encoder_out: EncoderOutput) -> DecoderOutput:
         embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
@@ -171,7 +149,7 @@ class GRUDecoder(Decoder):
         # unbind, not embed_gates[:, i]: the backward of T slices would zero-fill T full-size
         # gradients; unbind's backward stacks them once.
         for gates in embed_gates.unbind(dim=1):
-            hidden, context, alpha, _ = self._recur(gates, state, self._reads_context_in)
+            hidden, context, alpha = self._recur(gates, state)
             state = state.advance(hidden, alpha)
             hiddens.append(hidden)
             contexts.append(context)
@@ -204,14 +182,10 @@ class GRUDecoder(Decoder):
     def step(
         self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None
     ) -> StepOutput:
-        embed_gates, embed_readout = self._reads_embedding(self.embed(prev_tokens))  # [B, 3D|2M]
-        hidden, _, weights, (context_readout,) = self._recur(
-            embed_gates, state, self._reads_context
-        )
+        embedded = self.embed(prev_tokens)  # [B, E]
+        hidden, context, weights = self._recur(self.input_from_embed(embedded), state)
         readout_hidden = state.hidden if self.readout_from_previous else hidden  # s_{i-1} or s_i
-        readout = self._maxout(  # [B, M]
-            self.readout_state(readout_hidden) + embed_readout + context_readout
-        )
+        readout = self._readout(readout_hidden, embedded, context)  # [B, M]
         logits = self.logits(readout) if vocab is None else self._shortlist_logits(readout, vocab)
         log_probs = logits.log_softmax(dim=-1)  # [B, V] or [B, V']
         return StepOutput(

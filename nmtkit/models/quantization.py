@@ -13,7 +13,6 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-import torch
 from torch import nn
 
 from nmtkit.errors import ConfigError
@@ -65,39 +64,6 @@ def quantize_int8(model: Seq2Seq) -> list[str]:
     quantize_(model.decoder, config, filter_fn=quantizable)
     log.debug("int8 weights: %s", ", ".join(names) or "none")
     return names
-
-
-def cast_bf16(model: Seq2Seq) -> list[str]:
-    """Give the decoder's linear layers bf16 weights in place, for inference under bf16
-    autocast; return their names (none on a second call).
-
-    Autocast casts an fp32 weight to bf16 at every use, which in a search is every step (its
-    cache keeps only casts that autograd records): the output layer alone is V x M values a step.
-    Cast once, the products see the very same bf16 numbers. Layers thinner than
-    :data:`MIN_WIDTH` stay fp32 (additive attention sums v_a's weight itself). The model then
-    runs only under bf16 autocast, and can no longer be trained or saved.
-    """
-    names = []
-    with torch.no_grad():
-        for name, module in model.decoder.named_modules():
-            if not quantizable(module) or module.weight.dtype == torch.bfloat16:
-                continue
-            assert isinstance(module, nn.Linear)
-            module.weight = nn.Parameter(module.weight.to(torch.bfloat16), requires_grad=False)
-            if module.bias is not None:
-                module.bias = nn.Parameter(module.bias.to(torch.bfloat16), requires_grad=False)
-            names.append(f"decoder.{name}")
-    log.debug("bf16 weights: %s", ", ".join(names) or "none")
-    return names
-
-
-def weights_precision(model: Seq2Seq) -> str:
-    """What the decoder's output layer holds: ``int8`` (:func:`quantize_int8`), ``bf16``
-    (:func:`cast_bf16`) or ``fp32`` (as trained and loaded)."""
-    weight = model.decoder.output.weight
-    if type(weight) is not nn.Parameter:
-        return "int8"
-    return "bf16" if weight.dtype == torch.bfloat16 else "fp32"
 
 
 @contextlib.contextmanager

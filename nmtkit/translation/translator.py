@@ -22,7 +22,7 @@ from nmtkit.data.text import words
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.files import read_lines
 from nmtkit.models import Seq2Seq
-from nmtkit.models.quantization import cast_bf16, quantize_int8, weights_precision
+from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.runtime import resolve_precision, tune_allocator
 from nmtkit.search.decode import LengthPolicy, build_strategy, decode_sequences
@@ -68,9 +68,7 @@ class Translator:
         precision: of the matrix products, ``fp32``, ``bf16`` or ``auto``
             (:func:`nmtkit.runtime.resolve_precision`); the model's ``search.precision`` when
             None. ``int8`` gives the loaded model's decoder int8 weights in place
-            (:func:`nmtkit.models.quantization.quantize_int8`, which needs torchao), ``bf16``
-            bf16 weights (:func:`~nmtkit.models.quantization.cast_bf16`); either model then
-            serves only translators of its precision.
+            (:func:`nmtkit.models.quantization.quantize_int8`, which needs torchao).
         lengths: how long lines are cut and batched; the defaults of :class:`LengthPolicy`
             when None.
         split_sentences: cut each line into sentences (sentencex, for the model's source
@@ -86,8 +84,8 @@ class Translator:
     Raises:
         ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`),
             ``nbest`` above 1 with ``split_sentences`` (:func:`check_splitting`), an unknown
-            precision, ``int8`` without torchao, a model already given other weights, or an
-            ensemble model whose vocabulary is not ``loaded``'s.
+            precision, ``int8`` without torchao, or an ensemble model whose vocabulary is not
+            ``loaded``'s.
     """
 
     def __init__(
@@ -135,18 +133,9 @@ class Translator:
         self.lengths = lengths or LengthPolicy()
         device = next(loaded.model.parameters()).device
         self.precision = resolve_precision(precision or search.precision, device)
-        for member in self.members:
-            prepared = weights_precision(member.model)
-            if prepared not in ("fp32", self.precision):
-                raise ConfigError(
-                    f"this loaded model has {prepared} weights (from an earlier translator); "
-                    f"load it again to translate in {self.precision}"
-                )
-        for member in self.members:
-            if self.precision == "int8":
+        if self.precision == "int8":
+            for member in self.members:
                 quantize_int8(member.model)
-            elif self.precision == "bf16":
-                cast_bf16(member.model)  # the bf16 numbers autocast would make at every step
         self.splitter = SentenceSplitter(loaded.vocab.src_lang) if split_sentences else None
         self.shortlist = shortlist
 

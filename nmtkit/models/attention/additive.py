@@ -34,20 +34,14 @@ class AdditiveAttention(SoftmaxAttention):
         """Precompute 2 U_a h_j once per sentence: [B, S, C] -> [B, S, A] (see energies)."""
         return 2 * self.key_proj(annotations)
 
-    def query_projection(self) -> nn.Linear:
-        return self.query_proj
-
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
-        return self.projected_energies(self.query_proj(query), state)
-
-    def projected_energies(self, projected: Tensor, state: DecoderState) -> Tensor:
-        """e_ij [B, S] from W_a s_{i-1} [B, A] and the projected keys [B, S, A].
+        """e_ij [B, S] for state s_{i-1} [B, D] over the projected keys [B, S, A].
 
         Computed as v^T tanh(x) = 2 v^T sigmoid(2x) - sum(v), x = W_a s_{i-1} + U_a h_j:
         the same numbers, but sigmoid runs several times faster than tanh on CPUs (fp32 and
         bf16), forward and backward, and this [B, S, A] tensor is the scorer's whole cost.
         """
-        gates = torch.sigmoid(2 * projected[:, None] + state.keys)  # [B, S, A]
+        gates = torch.sigmoid(2 * self.query_proj(query)[:, None] + state.keys)  # [B, S, A]
         return 2 * self.v(gates).squeeze(-1) - self.v.weight.sum()
 
 

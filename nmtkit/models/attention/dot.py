@@ -112,15 +112,9 @@ class ScaledDotAttention(SoftmaxAttention):
         """Precompute W_k h_j once per sentence: [B, S, C] -> [B, S, A]."""
         return self.key_proj(annotations)
 
-    def query_projection(self) -> nn.Linear:
-        return self.query_proj
-
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
-        return self.projected_energies(self.query_proj(query), state)
-
-    def projected_energies(self, projected: Tensor, state: DecoderState) -> Tensor:
-        """e_ij [B, S] for W_q s_{i-1} [B, A] against W_k h_j [B, S, A]."""
-        return dot_energies(projected, state.keys) * self.scale
+        """e_ij [B, S] for s_{i-1} [B, D] against W_k h_j [B, S, A]."""
+        return dot_energies(self.query_proj(query), state.keys) * self.scale
 
 
 @register("attention", "multihead")
@@ -170,19 +164,12 @@ class MultiHeadAttention(AttentionScorer):
         """Precompute [W_k h_j; W_v h_j] once per sentence: [B, S, C] -> [B, S, 2A]."""
         return self.key_value_proj(annotations)
 
-    def query_projection(self) -> nn.Linear:
-        return self.query_proj
-
-    def forward(
-        self, query: Tensor, state: DecoderState, *, projected: Tensor | None = None
-    ) -> Attended:
+    def forward(self, query: Tensor, state: DecoderState) -> Attended:
         b, s, _ = state.keys.shape
         n = self.num_heads
         packed = state.keys.view(b, s, 2, n, -1).permute(2, 0, 3, 1, 4)  # [2, B, N, S, A/N]
         keys, values = packed.unbind(0)  # [B, N, S, A/N] each
-        if projected is None:
-            projected = self.query_proj(query)  # [B, A]
-        q = projected.view(b, n, 1, -1)  # [B, N, 1, A/N]
+        q = self.query_proj(query).view(b, n, 1, -1)  # [B, N, 1, A/N]
         energies = (q @ keys.transpose(-1, -2)).squeeze(2) * self.scale  # [B, N, S]
         weights = energies.masked_fill(state.pad_mask[:, None], float("-inf")).softmax(dim=-1)
         heads = (weights[:, :, None] @ values).squeeze(2)  # [B, N, A/N]

@@ -25,9 +25,7 @@ class FixedContext(AttentionScorer):
         positions = torch.arange(pad_mask.size(1), device=pad_mask.device)[None]  # [1, S]
         return (positions == last).to(torch.get_default_dtype())
 
-    def forward(
-        self, query: Tensor, state: DecoderState, *, projected: Tensor | None = None
-    ) -> Attended:
+    def forward(self, query: Tensor, state: DecoderState) -> Attended:
         weights = state.keys.to(query.dtype)  # [B, S]
         context = torch.bmm(weights[:, None], state.annotations).squeeze(1)  # [B, C]
         return Attended(context=context, weights=weights)

@@ -69,15 +69,9 @@ class LocationAttention(SoftmaxAttention):
         """Precompute U_a h_j + b once per sentence: [B, S, C] -> [B, S, A]."""
         return self.key_proj(annotations)
 
-    def query_projection(self) -> nn.Linear:
-        return self.query_proj
-
     def energies(self, query: Tensor, state: DecoderState) -> Tensor:
-        return self.projected_energies(self.query_proj(query), state)
-
-    def projected_energies(self, projected: Tensor, state: DecoderState) -> Tensor:
-        """e_ij [B, S] for W_a s_{i-1} [B, A], the keys [B, S, A] and alpha_{i-1} [B, S]."""
+        """e_ij [B, S] for s_{i-1} [B, D], the keys [B, S, A] and alpha_{i-1} [B, S]."""
         features = self.location_conv(state.prev_weights[:, None])  # [B, N, S]
         location = self.location_proj(features.transpose(1, 2))  # [B, S, A]
-        hidden = torch.tanh(projected[:, None] + state.keys + location)  # [B, S, A]
+        hidden = torch.tanh(self.query_proj(query)[:, None] + state.keys + location)  # [B, S, A]
         return self.v(hidden).squeeze(-1)  # [B, S]

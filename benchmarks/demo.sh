@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 source benchmarks/data.sh
 OUT=${DEMO_DIR:-demo}
 UPDATES=${DEMO_UPDATES:-}             # empty: the preset's train.max_updates
-SAFETY_MINUTES=${DEMO_MINUTES:-8}     # a busy machine stops training here, and says so
+SAFETY_MINUTES=${DEMO_MINUTES:-7}     # a slow or busy machine stops training here, and says so
 mkdir -p "$OUT"
 started=$(date +%s)
 cpu=$(python -c "from nmtkit.runtime import describe_device; print(describe_device())")

@@ -192,3 +192,34 @@ def test_resume_drops_kept_checkpoints_newer_than_the_run_and_overwrite_all(
     assert not list(model_dir.glob("*.tmp"))
     train(toy_data, model_dir, "--max-updates", "1", "--overwrite")  # keep_last 0: none kept
     assert kept(model_dir) == []
+
+
+def test_each_validation_scores_the_weights_of_its_own_update(
+    toy_data: Path, kept_run: Path
+) -> None:
+    """The val_loss logged at update N is that of checkpoint_N.pt scored afresh: nothing the
+    model caches between steps (a fused optimizer changes parameters in place without bumping
+    their versions) can make a validation score older weights."""
+    import json
+
+    from nmtkit.training.data import TrainingData
+    from nmtkit.training.validation import validation_nll
+
+    logged = {
+        record["step"]: record["val_loss"]
+        for record in map(json.loads, (kept_run / "metrics.jsonl").read_text().splitlines())
+        if record["kind"] == "valid"
+    }
+    valid = TrainingData.load(toy_data).valid
+    assert valid is not None
+    for step, path in ckpt.kept_checkpoints(kept_run):
+        loaded = ckpt.load_model(path)
+        train = loaded.config.train
+        fresh = validation_nll(
+            loaded.model,
+            valid,
+            max_tokens=train.max_tokens,
+            max_sentences=train.max_sentences,
+            precision=train.precision,
+        )
+        assert fresh == pytest.approx(logged[step], rel=1e-4, abs=1e-5), step

@@ -5,6 +5,7 @@ two to their mean, and checkpoints of different models are refused naming the fi
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from nmtkit.config import load_config
 from nmtkit.errors import CheckpointError, ConfigError
 from nmtkit.models import build_model
 from nmtkit.training.averaging import average_checkpoints, last_checkpoints
+from nmtkit.training.data import TrainingData
+from nmtkit.training.validation import validation_nll
 from tests.cli.runs import invoke
 from tests.toy_corpora import preprocess_toy, reverse_pairs
 
@@ -200,11 +203,6 @@ def test_each_validation_scores_the_weights_of_its_own_update(
     """The val_loss logged at update N is that of checkpoint_N.pt scored afresh: nothing the
     model caches between steps (a fused optimizer changes parameters in place without bumping
     their versions) can make a validation score older weights."""
-    import json
-
-    from nmtkit.training.data import TrainingData
-    from nmtkit.training.validation import validation_nll
-
     logged = {
         record["step"]: record["val_loss"]
         for record in map(json.loads, (kept_run / "metrics.jsonl").read_text().splitlines())

@@ -8,7 +8,7 @@ from typing import Any
 from nmtkit.errors import ConfigError
 
 # A JSON string may spell one character in up to 12 bytes: a surrogate pair, as two 6-byte
-# \\u escapes.
+# \u escapes.
 _BYTES_PER_CHAR = 12
 _BODY_SLACK = 64 * 1024  # the search settings, the brackets and any whitespace around them
 

@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align bench-distributed bench-scale bench-long bench-ensembles bench-serve figures clean
+.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align align-figures bench-distributed bench-scale bench-long bench-ensembles bench-serve figures clean
 
 install: $(STAMP)
 
@@ -53,8 +53,18 @@ figures: install        # ~45 min: remakes docs/figures/ (Figure 2, attention he
 bench-distributed: install  # ~7 min: training tok/s under torchrun, 1 vs 2 processes of 1 thread
 	$(RUN) benchmarks/distributed.sh
 
-bench-align: install    # ~35 min: attention alignments vs eflomal, AER on the Hansards gold
+bench-align: install    # ~2 h 45 min: nmtkit align --learn variants vs eflomal, AER on the Hansards gold
 	PYTHON="$(CURDIR)/$(BIN)/python" $(RUN) benchmarks/alignment.sh
+
+# After bench-align: its default aligner next to eflomal on a few Hansards pairs (PAIRS=3,17,40).
+ALIGN_OUT ?= bench-out/alignment
+align-figures: install  # ~1 min: one PNG per pair in $(ALIGN_OUT)/figures
+	$(BIN)/python benchmarks/align_figures.py --aligner $(ALIGN_OUT)/aligner.default.pt \
+	  --source $(ALIGN_OUT)/text/hansards.en --target $(ALIGN_OUT)/text/hansards.fr \
+	  --eflomal $(ALIGN_OUT)/links/eflomal.lowercased.intersection \
+	  --eflomal-label "lowercased, intersection" \
+	  --gold ../shared/data/alignment/enfr.gold --gold-one-indexed \
+	  --out $(ALIGN_OUT)/figures $(if $(PAIRS),--pairs $(PAIRS))
 
 bench-scale: install    # ~30 min: preprocess 300k and 3M pairs, training start-up, a 1M-line translate stream
 	$(RUN) benchmarks/scale.sh

@@ -24,6 +24,7 @@ from nmtkit.errors import ConfigError
 
 _METHODS = "argmax, threshold; with --reverse-model: intersection, union, grow-diag, "
 _METHODS += "grow-diag-final, grow-diag-final-and"
+_LEARNED_METHODS = "soft, forward, reverse and the bidirectional ones"
 
 T = TypeVar("T")
 
@@ -48,10 +49,119 @@ def align(
     ] = None,
     source: Annotated[Path | None, typer.Option(help="Source sentences, one a line.")] = None,
     target: Annotated[Path | None, typer.Option(help="Their translations, one a line.")] = None,
-    method: Annotated[str, typer.Option(help=f"How links are made: {_METHODS}.")] = "argmax",
+    method: Annotated[
+        str | None,
+        typer.Option(
+            help=f"How links are made: {_METHODS}; --learn/--aligner: {_LEARNED_METHODS} "
+            "\\[default: argmax; soft with --learn/--aligner]."
+        ),
+    ] = None,
     threshold: Annotated[
-        float, typer.Option(help="Least attention weight of a link (--method threshold).")
+        float,
+        typer.Option(
+            help="Least attention weight of a link (--method threshold), or least mean posterior "
+            "of the two directions (--method soft)."
+        ),
     ] = 0.5,
+    learn: Annotated[
+        bool,
+        typer.Option(
+            "--learn",
+            help="Learn to align --source/--target (plus --extra-source/--extra-target) with a "
+            "neural HMM aligner in both directions, then align them; no model needed.",
+            rich_help_panel="Learning to align",
+        ),
+    ] = False,
+    aligner: Annotated[
+        Path | None,
+        typer.Option(
+            help="Align with an aligner saved by --learn --save-aligner (its words only).",
+            rich_help_panel="Learning to align",
+        ),
+    ] = None,
+    extra_source: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="More source text to learn from (tokenized like --source); repeatable.",
+            rich_help_panel="Learning to align",
+        ),
+    ] = None,
+    extra_target: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Its target side, one per --extra-source.", rich_help_panel="Learning to align"
+        ),
+    ] = None,
+    save_aligner: Annotated[
+        Path | None,
+        typer.Option(help="Write the learned aligner here.", rich_help_panel="Learning to align"),
+    ] = None,
+    epochs: Annotated[
+        int, typer.Option(min=1, help="Training epochs.", rich_help_panel="Learning to align")
+    ] = 5,
+    time_budget: Annotated[
+        float | None,
+        typer.Option(
+            help="Minutes of training at most.", rich_help_panel="Learning to align", min=0.01
+        ),
+    ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Copies of the text to align in the training text (weighs it against extra).",
+            rich_help_panel="Learning to align",
+        ),
+    ] = 10,
+    agreement: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Weight of training both directions toward their agreed links (0: apart).",
+            rich_help_panel="Learning to align",
+        ),
+    ] = 0.0,
+    members: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Aligner pairs learned with seeds --seed, --seed + 1, ...; their posteriors are "
+            "averaged (the time budget is shared).",
+            rich_help_panel="Learning to align",
+        ),
+    ] = 4,
+    distortion: Annotated[
+        str,
+        typer.Option(
+            help="hmm (jumps between source positions) or attention (plain soft attention).",
+            rich_help_panel="Learning to align",
+        ),
+    ] = "hmm",
+    char_ngrams: Annotated[
+        bool,
+        typer.Option(
+            help="Let the lexicon see words' spelling (cognates, names).",
+            rich_help_panel="Learning to align",
+        ),
+    ] = False,
+    spelling: Annotated[
+        bool,
+        typer.Option(
+            help="Let the lexicon score how alike words are spelled (Dice of character trigrams).",
+            rich_help_panel="Learning to align",
+        ),
+    ] = True,
+    keep_case: Annotated[
+        bool,
+        typer.Option(
+            "--keep-case",
+            help="Do not lowercase the text before learning.",
+            rich_help_panel="Learning to align",
+        ),
+    ] = False,
+    seed: Annotated[
+        int, typer.Option(help="Random seed of learning.", rich_help_panel="Learning to align")
+    ] = 1,
     reverse_model: Annotated[
         Path | None,
         typer.Option(help="Target->source model, for the bidirectional methods."),
@@ -109,7 +219,8 @@ def align(
     quiet: Quiet = False,
     user_dir: UserDirs = None,
 ) -> None:
-    """Word alignments from attention (Pharaoh i-j lines, soft matrices, heatmaps) and their AER."""
+    """Word alignments from attention (Pharaoh i-j lines, soft matrices, heatmaps) and their AER;
+    with --learn, learn to align a corpus and align it."""
     from nmtkit.alignment.corpus import AlignOutput, align_files
     from nmtkit.alignment.gold import (
         AlignmentScores,
@@ -123,7 +234,43 @@ def align(
     setup(quiet=quiet, user_dirs=user_dir)
     golden = GoldFile(path=gold, one_indexed=gold_one_indexed, reverse=reverse) if gold else None
     scores: AlignmentScores | None
-    if evaluate is not None:
+    if learn or aligner is not None:
+        if learn and aligner is not None:
+            raise ConfigError("--learn and --aligner exclude each other", hint="pick one")
+        if model or reverse_model or evaluate is not None:
+            raise ConfigError(
+                f"{'--learn' if learn else '--aligner'} aligns without --model, "
+                "--reverse-model or --evaluate"
+            )
+        from nmtkit.cli.align_learn import learned_alignment
+
+        scores = learned_alignment(
+            source=_required(source, "--source"),
+            target=_required(target, "--target"),
+            aligner=aligner,
+            extra_source=extra_source or [],
+            extra_target=extra_target or [],
+            save_aligner=save_aligner,
+            method=method or "soft",
+            threshold=threshold,
+            output=output or (None if golden else "-"),
+            plot=plot,
+            plot_format=plot_format,
+            gold=golden,
+            epochs=epochs,
+            time_budget=time_budget,
+            repeat=repeat,
+            agreement=agreement,
+            members=members,
+            distortion=distortion,
+            char_ngrams=char_ngrams,
+            spelling=spelling,
+            lowercase=not keep_case,
+            seed=seed,
+            threads=threads,
+            quiet=quiet,
+        )
+    elif evaluate is not None:
         if golden is None:
             raise ConfigError("--evaluate needs --gold, the file to score against")
         scores = score_alignment_file(evaluate, golden)
@@ -135,7 +282,7 @@ def align(
             _required(model, "--model"),
             _required(source, "--source"),
             _required(target, "--target"),
-            method=method,
+            method=method or "argmax",
             threshold=threshold,
             reverse_model_path=reverse_model,
             output=AlignOutput(

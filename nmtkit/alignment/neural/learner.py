@@ -1,0 +1,503 @@
+"""Learn a pair of directional aligners on a parallel text, and read alignments off them.
+
+Training is unsupervised, like every statistical aligner's: both directions maximize the
+likelihood of the text to be aligned (repeated ``repeat`` times, so that a small text weighs
+against a large extra corpus) plus any extra parallel text. With ``agreement`` > 0, from epoch
+``agreement_from`` on, each direction's lexicon learns from the two directions' posteriors
+multiplied (Liang, Taskar & Klein, 2006, "Alignment by agreement"), which pushes the models
+toward links both believe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from nmtkit.alignment.neural.model import AlignerConfig, DirectionalAligner, Spelling, with_null
+from nmtkit.alignment.neural.spelling import cooccurring_similarity
+from nmtkit.alignment.neural.vocab import PAD, WordVocab
+from nmtkit.console import progress
+from nmtkit.errors import CheckpointError, ConfigError, DataError
+from nmtkit.files import atomic_write
+
+log = logging.getLogger(__name__)
+
+Sentence = Sequence[str]
+Pair = tuple[Sentence, Sentence]
+Posteriors = tuple[np.ndarray, np.ndarray]
+"""p(a_j = i) of the forward model, [J, I + 1], and p(a_i = j) of the reverse one, [I, J + 1];
+column 0 is NULL."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LearnConfig:
+    """How the aligner pair is trained.
+
+    Attributes:
+        aligner: each direction's model.
+        epochs: passes over the training text (the ``time_budget`` may stop sooner).
+        time_budget: minutes of training at most; None for no limit.
+        max_tokens: padded words per batch (the longer side).
+        lr: Adam's learning rate, decayed linearly to 5 % of it over the planned updates.
+        repeat: copies of the text to align among the training text.
+        agreement: weight of the agreement target (0 trains the directions apart).
+        agreement_from: the first epoch (counting from 1) trained for agreement.
+        seed: makes the run repeatable.
+        members: aligner pairs learned one after another (seeds seed, seed + 1, ...) by
+            :func:`learn_ensemble`, whose posteriors are averaged; the time budget is shared.
+    """
+
+    aligner: AlignerConfig = field(default_factory=AlignerConfig)
+    epochs: int = 5
+    time_budget: float | None = None
+    max_tokens: int = 2000
+    lr: float = 3e-3
+    repeat: int = 10
+    agreement: float = 0.0
+    agreement_from: int = 2
+    seed: int = 1
+    members: int = 4
+
+    def __post_init__(self) -> None:
+        counts = (self.epochs, self.max_tokens, self.repeat, self.agreement_from, self.members)
+        if min(counts) < 1:
+            raise ConfigError(
+                "epochs, max_tokens, repeat, agreement_from and members must be positive"
+            )
+        if not self.lr > 0 or self.agreement < 0:
+            raise ConfigError("lr must be positive and agreement at least 0")
+        if self.time_budget is not None and not self.time_budget > 0:
+            raise ConfigError("the time budget must be positive minutes")
+
+
+@dataclass(frozen=True, slots=True)
+class LearnReport:
+    updates: int
+    epochs: float
+    seconds: float
+    loss: float
+
+
+class AlignerPair:
+    """The forward (source->target) and reverse aligners with their vocabularies."""
+
+    def __init__(
+        self,
+        config: AlignerConfig,
+        src_vocab: WordVocab,
+        tgt_vocab: WordVocab,
+        spelling: Spelling | None = None,
+    ) -> None:
+        self.config = config
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.lowercase = True  # how the text was read; set by whoever learns the pair
+        self.spelling = spelling if config.spelling else None
+        flipped = None
+        if self.spelling is not None:
+            flipped = (self.spelling[1], self.spelling[0], self.spelling[2])
+        self.forward = DirectionalAligner(config, src_vocab.words, tgt_vocab.words, self.spelling)
+        self.reverse = DirectionalAligner(config, tgt_vocab.words, src_vocab.words, flipped)
+
+    def parameters(self) -> list[nn.Parameter]:
+        return [*self.forward.parameters(), *self.reverse.parameters()]
+
+    def train(self, mode: bool = True) -> None:
+        self.forward.train(mode)
+        self.reverse.train(mode)
+
+    @torch.no_grad()
+    def posteriors(self, pairs: Sequence[Pair], *, max_tokens: int = 4000) -> list[Posteriors]:
+        """Both directions' alignment posteriors for each pair, in order.
+
+        Raises:
+            DataError: a word outside the vocabularies (the aligner has not seen it).
+        """
+        self.train(False)
+        encoded = [self._encode(pair, number) for number, pair in enumerate(pairs, 1)]
+        result: list[Posteriors | None] = [None] * len(pairs)
+        # a pair with an empty side has no links: every word it has goes to NULL (batching it
+        # could leave a batch with no word on one side, which the models cannot score)
+        for index, (src_ids, tgt_ids) in enumerate(encoded):
+            if not src_ids or not tgt_ids:
+                result[index] = (
+                    np.pad(np.ones((len(tgt_ids), 1), np.float32), ((0, 0), (0, len(src_ids)))),
+                    np.pad(np.ones((len(src_ids), 1), np.float32), ((0, 0), (0, len(tgt_ids)))),
+                )
+        scored = [index for index, item in enumerate(result) if item is None]
+        batches = make_batches([encoded[index] for index in scored], max_tokens, shuffle=False)
+        for positions in batches:
+            batch = [scored[k] for k in positions]
+            src, tgt = to_tensors(encoded, batch)
+            forward = self.forward(with_null(src), tgt, posteriors=True).posteriors
+            reverse = self.reverse(with_null(tgt), src, posteriors=True).posteriors
+            assert forward is not None and reverse is not None
+            for row, index in enumerate(batch):
+                src_len, tgt_len = len(encoded[index][0]), len(encoded[index][1])
+                result[index] = (
+                    forward[row, :tgt_len, : src_len + 1].numpy(),
+                    reverse[row, :src_len, : tgt_len + 1].numpy(),
+                )
+        return [item for item in result if item is not None]
+
+    def _encode(self, pair: Pair, number: int) -> tuple[list[int], list[int]]:
+        src, tgt = pair
+        try:
+            return self.src_vocab.encode(src), self.tgt_vocab.encode(tgt)
+        except KeyError as exc:
+            raise DataError(
+                f"pair {number}: the word {exc.args[0]!r} was not in the aligner's training text",
+                hint="an aligner links the text it learned from: learn on this text too",
+            ) from None
+
+    def state(self) -> dict[str, Any]:
+        """Everything :meth:`from_state` needs, as plain values and tensors."""
+        return {
+            "format": FORMAT,
+            "config": self.config.to_dict(),
+            "src_words": self.src_vocab.words,
+            "tgt_words": self.tgt_vocab.words,
+            "lowercase": self.lowercase,
+            "spelling": None if self.spelling is None else [a.tolist() for a in self.spelling],
+            "forward": self.forward.state_dict(),
+            "reverse": self.reverse.state_dict(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> AlignerPair:
+        spelling = state.get("spelling")
+        pair = cls(
+            AlignerConfig(**state["config"]),
+            WordVocab(state["src_words"]),
+            WordVocab(state["tgt_words"]),
+            None
+            if spelling is None
+            else (
+                np.asarray(spelling[0], dtype=np.int64),
+                np.asarray(spelling[1], dtype=np.int64),
+                np.asarray(spelling[2], dtype=np.float32),
+            ),
+        )
+        pair.lowercase = bool(state.get("lowercase", True))
+        pair.forward.load_state_dict(state["forward"])
+        pair.reverse.load_state_dict(state["reverse"])
+        return pair
+
+    def save(self, path: str | Path) -> None:
+        """Write the pair to one file, atomically."""
+        _save(self.state(), path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> AlignerPair:
+        """Read a pair written by :meth:`save`.
+
+        Raises:
+            CheckpointError: the file is missing, unreadable or not a single aligner pair.
+        """
+        state = _load(path)
+        if state.get("format") != FORMAT:
+            raise CheckpointError("not a single aligner pair", where=str(path))
+        return cls.from_state(state)
+
+
+class AlignerEnsemble:
+    """Aligner pairs learned apart (other seeds) on the same text, whose posteriors are
+    averaged: each pair's mistakes are its own, the links they share stay."""
+
+    def __init__(self, members: Sequence[AlignerPair]) -> None:
+        if not members:
+            raise ConfigError("an ensemble needs at least one aligner pair")
+        words = {(tuple(m.src_vocab.words), tuple(m.tgt_vocab.words), m.lowercase) for m in members}
+        if len(words) > 1:
+            raise ConfigError("the aligners of an ensemble must have learned from one text")
+        self.members = list(members)
+
+    @property
+    def lowercase(self) -> bool:
+        return self.members[0].lowercase
+
+    @lowercase.setter
+    def lowercase(self, value: bool) -> None:
+        for member in self.members:
+            member.lowercase = value
+
+    def posteriors(self, pairs: Sequence[Pair], *, max_tokens: int = 4000) -> list[Posteriors]:
+        """The members' posteriors (:meth:`AlignerPair.posteriors`), averaged."""
+        total = self.members[0].posteriors(pairs, max_tokens=max_tokens)
+        for member in self.members[1:]:
+            more = member.posteriors(pairs, max_tokens=max_tokens)
+            total = [(f + g, r + s) for (f, r), (g, s) in zip(total, more, strict=True)]
+        count = len(self.members)
+        return [(f / count, r / count) for f, r in total]
+
+    def save(self, path: str | Path) -> None:
+        """Write every member to one file, atomically."""
+        _save({"format": ENSEMBLE_FORMAT, "members": [m.state() for m in self.members]}, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> AlignerEnsemble:
+        """Read an ensemble, or a single pair as an ensemble of one.
+
+        Raises:
+            CheckpointError: the file is missing, unreadable or not an aligner.
+        """
+        state = _load(path)
+        if state.get("format") == FORMAT:
+            return cls([AlignerPair.from_state(state)])
+        return cls([AlignerPair.from_state(member) for member in state["members"]])
+
+
+FORMAT = "nmtkit-aligner/1"
+ENSEMBLE_FORMAT = "nmtkit-aligner-ensemble/1"
+
+
+def _save(state: dict[str, Any], path: str | Path) -> None:
+    with atomic_write(path, "wb") as stream:
+        torch.save(state, stream)
+
+
+def _load(path: str | Path) -> dict[str, Any]:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read the aligner: {exc}", where=str(path)) from None
+    except Exception as exc:  # torch raises many kinds for a file that is not a checkpoint
+        raise CheckpointError(
+            f"not an nmtkit aligner file, or a damaged one ({type(exc).__name__})",
+            where=str(path),
+        ) from None
+    if not isinstance(state, dict) or state.get("format") not in (FORMAT, ENSEMBLE_FORMAT):
+        raise CheckpointError("not an nmtkit aligner file", where=str(path))
+    return state
+
+
+def make_batches(
+    pairs: Sequence[tuple[list[int], list[int]]], max_tokens: int, *, shuffle: bool
+) -> list[list[int]]:
+    """Indices of pairs of similar lengths, at most ``max_tokens`` padded words a side."""
+    order = sorted(range(len(pairs)), key=lambda k: (len(pairs[k][0]), len(pairs[k][1])))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for index in order:
+        size = max(len(pairs[index][0]), len(pairs[index][1])) + 1
+        if current and max(longest, size) * (len(current) + 1) > max_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(index)
+        longest = max(longest, size)
+    if current:
+        batches.append(current)
+    if shuffle:
+        random.shuffle(batches)
+    return batches
+
+
+def to_tensors(
+    pairs: Sequence[tuple[list[int], list[int]]], batch: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded source and target ids, [B, I] and [B, J]."""
+    src = torch.full((len(batch), max(len(pairs[k][0]) for k in batch)), PAD)
+    tgt = torch.full((len(batch), max(len(pairs[k][1]) for k in batch)), PAD)
+    for row, index in enumerate(batch):
+        src_ids, tgt_ids = pairs[index]
+        src[row, : len(src_ids)] = torch.tensor(src_ids)
+        tgt[row, : len(tgt_ids)] = torch.tensor(tgt_ids)
+    return src, tgt
+
+
+def agreement_targets(
+    forward: torch.Tensor, reverse: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each direction's posteriors multiplied by the other's, renormalized.
+
+    Args:
+        forward: p(a_j = i), [B, J, I + 1]; reverse: p(a_i = j), [B, I, J + 1]; NULL at 0.
+
+    Returns:
+        The targets in the same shapes. A word is NULL-aligned in the product by its own model's
+        NULL weight times the other model's chance that no word links to it.
+    """
+    both = forward[:, :, 1:] * reverse[:, :, 1:].transpose(1, 2)  # [B, J, I]
+    unlinked_tgt = (1 - reverse[:, :, 1:].sum(1)).clamp(min=0)  # [B, J]
+    unlinked_src = (1 - forward[:, :, 1:].sum(1)).clamp(min=0)  # [B, I]
+    fwd = torch.cat([forward[:, :, :1] * unlinked_tgt[..., None], both], 2)
+    rev = torch.cat([reverse[:, :, :1] * unlinked_src[..., None], both.transpose(1, 2)], 2)
+    return (
+        fwd / fwd.sum(-1, keepdim=True).clamp(min=1e-9),
+        rev / rev.sum(-1, keepdim=True).clamp(min=1e-9),
+    )
+
+
+def learn(
+    pairs: Sequence[Pair],
+    config: LearnConfig,
+    *,
+    extra: Sequence[Pair] = (),
+    on_epoch: Callable[[int, AlignerPair], None] | None = None,
+    show_progress: bool = True,
+) -> tuple[AlignerPair, LearnReport]:
+    """Train both directions on ``pairs`` (repeated ``config.repeat`` times) plus ``extra``.
+
+    Args:
+        pairs: the text to align, tokenized.
+        extra: more parallel text to learn from, tokenized.
+        on_epoch: called after each full epoch (e.g. to score against gold in a benchmark).
+
+    Raises:
+        DataError: no pair with words on both sides.
+    """
+    random.seed(config.seed)
+    torch.manual_seed(config.seed)
+    usable = [pair for pair in (*extra, *(list(pairs) * config.repeat)) if pair[0] and pair[1]]
+    if not usable:
+        raise DataError("nothing to learn from: no pair has words on both sides")
+    src_vocab = WordVocab.build(src for src, _ in (*extra, *pairs))
+    tgt_vocab = WordVocab.build(tgt for _, tgt in (*extra, *pairs))
+    encoded = [(src_vocab.encode(src), tgt_vocab.encode(tgt)) for src, tgt in usable]
+    spelling = None
+    if config.aligner.spelling:
+        distinct = [(src_vocab.encode(s), tgt_vocab.encode(t)) for s, t in (*extra, *pairs)]
+        spelling = cooccurring_similarity(distinct, src_vocab.words, tgt_vocab.words)
+        log.info("spelling: %d alike word pairs share a sentence pair", len(spelling[2]))
+    aligners = AlignerPair(config.aligner, src_vocab, tgt_vocab, spelling)
+    per_epoch = len(make_batches(encoded, config.max_tokens, shuffle=False))
+    planned = per_epoch * config.epochs
+    params = aligners.parameters()
+    optimizer = torch.optim.Adam(params, lr=config.lr)
+    budget = None if config.time_budget is None else 60 * config.time_budget
+    start = time.monotonic()
+
+    def remaining(update: int) -> float:
+        """The share of training left: of the planned updates, or of the time budget if less."""
+        left = 1.0 - update / planned
+        if budget is not None:
+            left = min(left, 1.0 - (time.monotonic() - start) / budget)
+        return max(0.05, left)
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, remaining)
+    log.info(
+        "learning to align: %d pairs (%d to align x %d, %d extra), vocabularies %d / %d words",
+        len(encoded),
+        len(pairs),
+        config.repeat,
+        len(extra),
+        len(src_vocab),
+        len(tgt_vocab),
+    )
+    deadline = None if budget is None else start + budget
+    updates, loss_value = 0, math.nan
+    aligners.train()
+    with progress("loss", show=show_progress) as bar:
+        task = bar.add_task("aligning", total=planned, loss="-")
+        for epoch in range(1, config.epochs + 1):
+            agree = config.agreement if epoch >= config.agreement_from else 0.0
+            for batch in make_batches(encoded, config.max_tokens, shuffle=True):
+                loss = _batch_loss(aligners, *to_tensors(encoded, batch), agree)
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, 5.0)
+                optimizer.step()
+                schedule.step()
+                updates += 1
+                loss_value = loss.item()
+                bar.update(task, advance=1, loss=f"{loss_value:.3f}")
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+            else:
+                if on_epoch is not None:
+                    on_epoch(epoch, aligners)
+                    aligners.train()
+                continue
+            log.info("time budget of %s min reached in epoch %d", config.time_budget, epoch)
+            break
+    aligners.train(False)
+    report = LearnReport(
+        updates=updates,
+        epochs=updates / per_epoch,
+        seconds=time.monotonic() - start,
+        loss=loss_value,
+    )
+    return aligners, report
+
+
+def learn_ensemble(
+    pairs: Sequence[Pair],
+    config: LearnConfig,
+    *,
+    extra: Sequence[Pair] = (),
+    show_progress: bool = True,
+) -> tuple[AlignerEnsemble, list[LearnReport]]:
+    """:func:`learn` ``config.members`` times, with seeds ``seed``, ``seed + 1``, ..., each
+    within its share of the time budget.
+
+    Raises:
+        DataError: no pair with words on both sides.
+    """
+    budget = None if config.time_budget is None else config.time_budget / config.members
+    members, reports = [], []
+    for index in range(config.members):
+        member_config = dataclasses.replace(
+            config, seed=config.seed + index, time_budget=budget, members=1
+        )
+        if config.members > 1:
+            log.info("aligner pair %d of %d", index + 1, config.members)
+        pair, report = learn(pairs, member_config, extra=extra, show_progress=show_progress)
+        members.append(pair)
+        reports.append(report)
+    return AlignerEnsemble(members), reports
+
+
+def _batch_loss(
+    aligners: AlignerPair, src: torch.Tensor, tgt: torch.Tensor, agree: float
+) -> torch.Tensor:
+    """Both directions' negative log-likelihood per target word; with ``agree`` > 0 each
+    lexicon's gradient follows the agreement targets instead of its own posteriors."""
+    forward = aligners.forward(with_null(src), tgt, posteriors=agree > 0)
+    reverse = aligners.reverse(with_null(tgt), src, posteriors=agree > 0)
+    tgt_words = (tgt != PAD).sum()
+    src_words = (src != PAD).sum()
+    loss = -forward.log_likelihood / tgt_words - reverse.log_likelihood / src_words
+    if agree > 0:
+        assert forward.posteriors is not None and reverse.posteriors is not None
+        fwd_target, rev_target = agreement_targets(forward.posteriors, reverse.posteriors)
+        # d(-log p)/d lexicon = -posterior; adding (posterior - target) . lexicon turns the
+        # lexicon's gradient into -target (an EM step toward the agreed links).
+        fwd_shift = (forward.posteriors - fwd_target) * (tgt != PAD)[:, :, None]
+        rev_shift = (reverse.posteriors - rev_target) * (src != PAD)[:, :, None]
+        loss = loss + agree * (fwd_shift * forward.lexicon).sum() / tgt_words
+        loss = loss + agree * (rev_shift * reverse.lexicon).sum() / src_words
+    return loss
+
+
+def iter_pairs(source: Sequence[str], target: Sequence[str], *, lowercase: bool) -> Iterator[Pair]:
+    """Whitespace-tokenized pairs from lines (already tokenized text)."""
+    for src, tgt in zip(source, target, strict=True):
+        if lowercase:
+            src, tgt = src.lower(), tgt.lower()
+        yield src.split(), tgt.split()
+
+
+__all__ = [
+    "AlignerEnsemble",
+    "AlignerPair",
+    "LearnConfig",
+    "LearnReport",
+    "Posteriors",
+    "agreement_targets",
+    "iter_pairs",
+    "learn",
+    "learn_ensemble",
+    "make_batches",
+    "to_tensors",
+]

@@ -14,9 +14,9 @@ outlined in both panels, for the eye only: nothing is scored here.
         --gold ../shared/data/alignment/enfr.gold --gold-one-indexed --pairs 3,17,40
 
 Without ``--pairs``, it draws ``--count`` pairs with ``--min-words`` to ``--max-words`` words on
-each side, spread evenly over the file. The aligner reads the text lowercased unless
-``--keep-case`` (give it when the aligner was learned with ``--keep-case``); the labels show the
-words as they are in the files.
+each side, spread evenly over the file. The aligner reads the text as it learned it
+(lowercased unless it was learned with ``--keep-case``); the labels show the words as they are
+in the files.
 """
 
 from __future__ import annotations
@@ -143,7 +143,6 @@ def main() -> None:
     parser.add_argument("--max-words", type=int, default=16)
     parser.add_argument("--method", choices=extract.METHODS, default="soft", help="links marked")
     parser.add_argument("--threshold", type=float, default=0.5, help="of --method soft")
-    parser.add_argument("--keep-case", action="store_true", help="the aligner's text settings")
     parser.add_argument("--gold", type=Path, default=None, help="outline its sure links")
     parser.add_argument("--gold-one-indexed", action="store_true")
     parser.add_argument("--format", choices=PLOT_FORMATS, default="png")
@@ -161,7 +160,7 @@ def run(args: argparse.Namespace) -> None:
     import torch
 
     from nmtkit.alignment.neural.corpus import read_pairs
-    from nmtkit.alignment.neural.learner import AlignerPair
+    from nmtkit.alignment.neural.learner import AlignerEnsemble
 
     torch.set_num_threads(args.threads)
     shown = read_pairs(args.source, args.target, lowercase=False)
@@ -188,8 +187,8 @@ def run(args: argparse.Namespace) -> None:
         if not (shown[number - 1][0] and shown[number - 1][1]):
             raise SystemExit(f"[align-figures] pair {number} has an empty side: nothing to draw")
 
-    aligner = AlignerPair.load(args.aligner)
-    read = read_pairs(args.source, args.target, lowercase=not args.keep_case)
+    aligner = AlignerEnsemble.load(args.aligner)
+    read = read_pairs(args.source, args.target, lowercase=aligner.lowercase)
     # All pairs up to the last one drawn, so that an error names the pair by its line number.
     every = aligner.posteriors(read[: max(numbers)])
     posteriors = [every[number - 1] for number in numbers]

@@ -15,7 +15,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -480,14 +480,6 @@ def _batch_loss(
     return loss
 
 
-def iter_pairs(source: Sequence[str], target: Sequence[str], *, lowercase: bool) -> Iterator[Pair]:
-    """Whitespace-tokenized pairs from lines (already tokenized text)."""
-    for src, tgt in zip(source, target, strict=True):
-        if lowercase:
-            src, tgt = src.lower(), tgt.lower()
-        yield src.split(), tgt.split()
-
-
 __all__ = [
     "AlignerEnsemble",
     "AlignerPair",
@@ -495,7 +487,6 @@ __all__ = [
     "LearnReport",
     "Posteriors",
     "agreement_targets",
-    "iter_pairs",
     "learn",
     "learn_ensemble",
     "make_batches",

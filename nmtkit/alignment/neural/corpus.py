@@ -34,7 +34,7 @@ class Extraction:
         method: see :mod:`nmtkit.alignment.neural.extract`.
         threshold: the least mean posterior of a ``soft`` link.
         output: Pharaoh file ('-' for stdout; None writes nothing).
-        plot_dir: one heatmap per pair in this folder (of the first ``plot_limit`` pairs).
+        plot_dir: one heatmap per pair in this folder.
         plot_format: png, svg or pdf.
     """
 
@@ -43,14 +43,9 @@ class Extraction:
     output: str | None = "-"
     plot_dir: Path | None = None
     plot_format: str = "png"
-    plot_limit: int | None = None
 
     def __post_init__(self) -> None:
-        if self.method not in extract.METHODS:
-            raise ConfigError(
-                f"unknown alignment method {self.method!r}",
-                hint=f"one of {', '.join(extract.METHODS)}",
-            )
+        extract.check_method(self.method)
         if not 0 < self.threshold <= 1:
             raise ConfigError("the threshold must be in (0, 1]")
         if self.plot_format not in PLOT_FORMATS:
@@ -149,8 +144,6 @@ def learn_and_align(
     if extraction.plot_dir is not None:
         extraction.plot_dir.mkdir(parents=True, exist_ok=True)
         for number, ((src, tgt), (fwd, rev)) in enumerate(zip(pairs, posteriors, strict=True), 1):
-            if extraction.plot_limit is not None and number > extraction.plot_limit:
-                break
             if src and tgt:
                 plot_heatmap(
                     extract.word_weights(fwd, rev),

@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmtkit.alignment.links import Link, pick
+from nmtkit.alignment.links import Link
 from nmtkit.alignment.symmetrize import SYMMETRIZERS
+from nmtkit.errors import unknown_name
 
 DEFAULT_METHOD = "soft"
 DEFAULT_THRESHOLD = 0.5
 METHODS = ("soft", "forward", "reverse", *SYMMETRIZERS)
+
+
+def check_method(method: str) -> None:
+    """Raise ConfigError, listing the methods and naming the closest, for an unknown one."""
+    if method not in METHODS:
+        raise unknown_name("alignment method", method, METHODS)
 
 
 def directional_links(posteriors: np.ndarray) -> list[tuple[int, int]]:
@@ -37,7 +44,7 @@ def soft_links(forward: np.ndarray, reverse: np.ndarray, threshold: float) -> li
     Args:
         forward: [J, I + 1]; reverse: [I, J + 1]; NULL in column 0.
     """
-    mean = (forward[:, 1:].T + reverse[:, 1:]) / 2  # [I, J]
+    mean = word_weights(forward, reverse).T  # [I, J]
     return [(int(i), int(j)) for i, j in zip(*np.nonzero(mean >= threshold), strict=True)]
 
 
@@ -53,8 +60,7 @@ def links(
     Raises:
         ConfigError: an unknown method.
     """
-    if method not in METHODS:
-        pick({name: None for name in METHODS}, method, what="alignment")
+    check_method(method)
     if method == "soft":
         return soft_links(forward, reverse, threshold)
     src_tgt = [(i, j) for j, i in directional_links(forward)]

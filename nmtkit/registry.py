@@ -114,7 +114,9 @@ class DecoderState:
         cls, hidden: Tensor, annotations: Tensor, keys: Tensor, pad_mask: Tensor
     ) -> DecoderState:
         """The state before the first step: no attention paid yet."""
-        zeros = pad_mask.new_zeros(pad_mask.shape, dtype=annotations.dtype)  # [B, S]
+        # fp32 (or wider) even where the annotations were cast to bf16 for the context's product
+        dtype = torch.promote_types(hidden.dtype, annotations.dtype)
+        zeros = pad_mask.new_zeros(pad_mask.shape, dtype=dtype)  # [B, S]
         return cls(hidden, annotations, keys, pad_mask, zeros, zeros)
 
     def advance(self, hidden: Tensor, weights: Tensor) -> DecoderState:
@@ -311,6 +313,13 @@ class Decoder(nn.Module, Component):
     def logits(self, readout: Tensor) -> Tensor:
         """Project readout vectors [..., M] to logits [..., V]."""
         raise NotImplementedError
+
+    def output_layer(self) -> nn.Linear | None:
+        """The linear layer that :meth:`logits` is, if it is one: training then computes it
+        together with the loss, a block of rows at a time, without the [N, V] logits
+        (:func:`nmtkit.models.loss.linear_cross_entropy`). None (the default) calls
+        :meth:`logits`."""
+        return None
 
     def step(
         self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None

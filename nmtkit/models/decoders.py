@@ -104,10 +104,16 @@ class GRUDecoder(Decoder):
         orthogonal_gates(self.hidden_to_gates.weight, self.hidden_size, generator=generator)
 
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
-        keys = self.attention.project_keys(encoder_out.annotations, encoder_out.pad_mask)
+        annotations = encoder_out.annotations  # [B, S, C]
+        keys = self.attention.project_keys(annotations, encoder_out.pad_mask)
+        device = annotations.device.type
+        if torch.is_autocast_enabled(device):
+            # Cast once per batch: autocast would cast them again at every step's context
+            # product (it caches casts of parameters only), in the search for every hypothesis.
+            annotations = annotations.to(torch.get_autocast_dtype(device))
         return DecoderState.start(
             hidden=torch.tanh(self.init_proj(encoder_out.summary)).float(),  # s_0 [B, D], fp32
-            annotations=encoder_out.annotations,
+            annotations=annotations,
             keys=keys,
             pad_mask=encoder_out.pad_mask,
         )
@@ -160,6 +166,10 @@ class GRUDecoder(Decoder):
 
     def logits(self, readout: Tensor) -> Tensor:
         return self.output(readout)  # [..., V]
+
+    def output_layer(self) -> nn.Linear | None:
+        # An int8 weight (nmtkit.models.quantization) is for translation only.
+        return self.output if type(self.output.weight) is nn.Parameter else None
 
     def _shortlist_logits(self, readout: Tensor, vocab: Tensor) -> Tensor:
         """Logits of the ids ``vocab`` [V'] alone, from their rows of W_o: [B, V']."""

@@ -8,7 +8,7 @@ from torch import Tensor, nn
 from nmtkit import registry
 from nmtkit.config import ModelConfig
 from nmtkit.models.initialization import initialize
-from nmtkit.models.loss import smoothed_cross_entropy
+from nmtkit.models.loss import linear_cross_entropy, smoothed_cross_entropy
 from nmtkit.registry import Batch, DecoderState, EncoderOutput, StepOutput
 
 
@@ -72,9 +72,13 @@ class Seq2Seq(nn.Module):
 
     def loss(self, batch: Batch, *, label_smoothing: float = 0.0) -> tuple[Tensor, Tensor]:
         """Return the summed smoothed loss and the summed NLL over real target tokens."""
-        logits, _ = self(batch)
-        targets = batch.tgt_out[batch.tgt_out != self.pad_id]  # [N]
-        return smoothed_cross_entropy(logits, targets, label_smoothing)
+        out = self.decoder(batch.tgt_in, self.encode(batch.src, batch.src_lengths))
+        real = batch.tgt_out != self.pad_id  # [B, T]
+        readout, targets = out.readout[real], batch.tgt_out[real]  # [N, M], [N]
+        layer = self.decoder.output_layer()
+        if layer is None:
+            return smoothed_cross_entropy(self.decoder.logits(readout), targets, label_smoothing)
+        return linear_cross_entropy(readout, layer.weight, layer.bias, targets, label_smoothing)
 
     def force_decode(self, batch: Batch) -> Tensor:
         """Attention weights [B, T, S] of teacher-forced decoding of ``batch.tgt_in``."""

@@ -12,6 +12,7 @@ from torch import Tensor
 from nmtkit.errors import ConfigError
 from nmtkit.registry import DecoderState, Hypothesis, SearchStrategy, Translatable, register
 from nmtkit.search.rules import NEG_INF, NextWordRules
+from nmtkit.search.topk import row_topk
 
 # Coverage below this counts as this much, so that cp stays finite for an unattended position.
 MIN_COVERAGE = 1e-10
@@ -133,7 +134,7 @@ def _expand(log_prob: Tensor, log_probs: Tensor) -> tuple[Tensor, Tensor, Tensor
     n = min(2 * k, log_probs.size(-1))
     # A sentence's 2K best continuations use at most 2K words of any one row, so the rows'
     # own n best words hold them all: [b*K, n] instead of adding log p to all V words.
-    row_best, row_words = log_probs.float().topk(n, dim=-1)  # [b*K, n]
+    row_best, row_words = row_topk(log_probs.float(), n)  # [b*K, n]
     totals = log_prob[:, :, None] + row_best.view(b, k, n)  # [b, K, n]
     top, index = totals.view(b, k * n).topk(min(2 * k, k * n), dim=1)  # [b, 2K]
     offsets = torch.arange(b, device=log_prob.device) * k

@@ -71,3 +71,17 @@ def test_rnnencdec_reads_one_fixed_context_the_last_source_state_at_every_step()
             state = step.state
     for context in contexts:
         assert torch.allclose(context, fixed)
+
+
+def test_loss_through_the_output_layer_equals_the_loss_of_the_logits() -> None:
+    """Training computes W_o with the loss, a block of rows at a time (linear_cross_entropy):
+    the same loss and gradients as the logits of model(batch) through the loss."""
+    batch = collate(random_ids([3, 8, 5]), random_ids([2, 7, 4], seed=1), [0, 1, 2])
+    fused, plain = tiny_model("model.init_scale=0.5"), tiny_model("model.init_scale=0.5")
+    plain.decoder.output_layer = lambda: None  # type: ignore[method-assign]
+    losses = [model.loss(batch, label_smoothing=0.1) for model in (fused, plain)]
+    for loss, _ in losses:
+        loss.backward()
+    torch.testing.assert_close(losses[0], losses[1])
+    for (name, mine), theirs in zip(fused.named_parameters(), plain.parameters(), strict=True):
+        torch.testing.assert_close(mine.grad, theirs.grad, msg=name)

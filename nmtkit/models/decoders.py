@@ -173,7 +173,7 @@ class GRUDecoder(Decoder):
 
     def _shortlist_logits(self, readout: Tensor, vocab: Tensor) -> Tensor:
         """Logits of the ids ``vocab`` [V'] alone, from their rows of W_o: [B, V']."""
-        if type(self.output.weight) is not nn.Parameter:
+        if self.output_layer() is None:
             # An int8 weight (nmtkit.models.quantization) cannot give rows: project onto all V.
             return self.output(readout).index_select(-1, vocab)
         weight, bias = self.output.weight, self.output.bias

@@ -86,9 +86,9 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 rows = h[start : start + block_rows]  # [n, M]
                 gold = targets[start : start + block_rows]  # [n]
                 log_probs = F.linear(rows, w, b).float().log_softmax(dim=-1)  # [n, V]
-                nll = -log_probs.gather(1, gold[:, None]).squeeze(1)  # [n]
-                nll_sum += nll.sum()
-                loss += (1 - smoothing) * nll.sum() - smoothing * log_probs.mean(dim=-1).sum()
+                block_nll = -log_probs.gather(1, gold[:, None]).sum()
+                nll_sum += block_nll
+                loss += (1 - smoothing) * block_nll - smoothing * log_probs.mean(dim=-1).sum()
                 if not want_grad:
                     continue
                 # d loss / d z = softmax(z) - (1 - eps) onehot(y) - eps / V, in place

@@ -65,16 +65,20 @@ class Seq2Seq(nn.Module):
 
     def forward(self, batch: Batch) -> tuple[Tensor, Tensor]:
         """Teacher-forced logits of the real target positions [N, V] and weights [B, T, S]."""
+        readout, _, weights = self._real_readout(batch)
+        return self.decoder.logits(readout), weights  # [N, V]
+
+    def _real_readout(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
+        """Teacher-forced readout vectors of the real target positions [N, M], their target
+        words [N], and the weights [B, T, S]. Only real positions go on to the output layer,
+        the V-wide layer that is the largest matmul."""
         out = self.decoder(batch.tgt_in, self.encode(batch.src, batch.src_lengths))
         real = batch.tgt_out != self.pad_id  # [B, T]
-        # Project only real positions: the V-wide output layer is the largest matmul.
-        return self.decoder.logits(out.readout[real]), out.weights  # [N, V]
+        return out.readout[real], batch.tgt_out[real], out.weights
 
     def loss(self, batch: Batch, *, label_smoothing: float = 0.0) -> tuple[Tensor, Tensor]:
         """Return the summed smoothed loss and the summed NLL over real target tokens."""
-        out = self.decoder(batch.tgt_in, self.encode(batch.src, batch.src_lengths))
-        real = batch.tgt_out != self.pad_id  # [B, T]
-        readout, targets = out.readout[real], batch.tgt_out[real]  # [N, M], [N]
+        readout, targets, _ = self._real_readout(batch)  # [N, M], [N]
         layer = self.decoder.output_layer()
         if layer is None:
             return smoothed_cross_entropy(self.decoder.logits(readout), targets, label_smoothing)

@@ -12,6 +12,7 @@ from nmtkit import registry
 from nmtkit.config import load_config
 from nmtkit.data.batching import collate
 from nmtkit.errors import ConfigError
+from nmtkit.models.attention.sigmoid_tanh import v_tanh
 from nmtkit.registry import Attended, AttentionScorer, DecoderState
 from tests.unit.test_models import random_ids, tiny_model
 
@@ -196,3 +197,35 @@ def test_multihead_weights_are_the_mean_of_per_head_scaled_dot_weights() -> None
         expected.append(attend(single, annotations, pad_mask, queries)[0].weights)
     weights = attend(multihead, annotations, pad_mask, queries)[0].weights  # [B, S]
     assert torch.allclose(weights, torch.stack(expected).mean(dim=0), atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_v_tanh_equals_v_transpose_tanh(dtype: torch.dtype) -> None:
+    gen = torch.Generator().manual_seed(3)
+    v = torch.nn.Linear(16, 1, bias=False).to(dtype)
+    with torch.no_grad():
+        v.weight.copy_(torch.randn(1, 16, generator=gen))
+    queries = torch.randn(2, 16, generator=gen).to(dtype)  # [B, A]
+    keys = torch.randn(2, 5, 16, generator=gen).to(dtype)  # [B, S, A]
+    expected = torch.tanh(queries[:, None].float() + keys.float()) @ v.weight[0].float()
+    tolerance = 1e-5 if dtype == torch.float32 else 5e-2
+    assert torch.allclose(v_tanh(v, queries, keys).float(), expected, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_additive_energies_are_bit_for_bit_those_of_the_doubled_keys(dtype: torch.dtype) -> None:
+    """Keys U_a h_j with the doubling inside v_tanh give exactly the numbers of the former
+    layout, which stored 2 U_a h_j and scored 2 v^T sigmoid(2 W_a s + 2 U_a h) - sum(v)."""
+    scorer, query_size = build_scorer("additive")
+    scorer = scorer.to(dtype)
+    annotations, pad_mask = padded_annotations([4, 9])
+    query = random_queries(2, query_size)[0].to(dtype)  # [B, D]
+    keys = scorer.project_keys(annotations.to(dtype), pad_mask)  # [B, S, A]
+    state = DecoderState.start(query, annotations.to(dtype), keys, pad_mask)
+    v = scorer.v
+    gates = torch.sigmoid(
+        2 * scorer.query_proj(query)[:, None] + 2 * scorer.key_proj(annotations.to(dtype))
+    )
+    former = 2 * v(gates).squeeze(-1) - v.weight.sum()  # [B, S]
+    assert torch.equal(scorer.energies(query, state), former)
+    assert torch.equal(keys, scorer.key_proj(annotations.to(dtype)))  # keys = U_a h_j

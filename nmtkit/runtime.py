@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import torch
 
-from nmtkit.errors import ConfigError, unknown_name
+from nmtkit.errors import ConfigError, DataError, unknown_name
 
 log = logging.getLogger(__name__)
 
@@ -174,3 +174,77 @@ def autocast(precision: str, device: torch.device | str = "cpu") -> Iterator[Non
         return
     with torch.autocast(device_type=device.type, dtype=dtype):
         yield
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still take: the least of the kernel's MemAvailable, the cgroup's
+    memory.max less its use, and the address-space limit (``ulimit -v``) less the process's
+    size; None where none of them is known."""
+    found = [_meminfo_available(), _cgroup_available(), _address_space_left()]
+    known = [value for value in found if value is not None]
+    return min(known) if known else None
+
+
+def check_line_memory(need: int, *, what: str, size: str, hint: str) -> None:
+    """Refuse a line whose attention matrices alone need more than :func:`available_memory`.
+
+    Args:
+        need: the bytes that the line's [T, S] matrices take (estimated by the caller).
+        what: names the line, e.g. "input line 12".
+        size: its length, e.g. "24000 source x 25000 target pieces".
+        hint: the option that bounds the line.
+
+    Raises:
+        DataError: naming the line, its length, the memory it needs and the option.
+    """
+    available = available_memory()
+    if available is not None and need > available:
+        raise DataError(
+            f"{size}: its attention needs about {_gib(need)}, more than the "
+            f"{_gib(available)} of memory available",
+            where=what,
+            hint=hint,
+        )
+
+
+def _gib(num_bytes: int) -> str:
+    return f"{num_bytes / 2**30:.1f} GiB"
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as stream:
+            for line in stream:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_available() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as stream:
+            limit = stream.read().strip()
+        if limit == "max":
+            return None
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as stream:
+            return int(limit) - int(stream.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _address_space_left() -> int | None:
+    try:
+        import resource  # POSIX only
+    except ImportError:
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm", encoding="ascii") as stream:
+            size = int(stream.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+    return limit - size

@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # torch is imported only when a model runs: --evaluate needs 
     from nmtkit.search.decode import LengthPolicy
 
 _ALIGN_CHUNK = 1000  # pairs read, sorted by length and batched at a time
+# The bytes per (target x source) piece that aligning one pair holds: the decoder's weights as
+# steps and stacked ([T, S] fp32 twice) and the float64 copies of the merge to words.
+_BYTES_PER_CELL = 40
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,7 +136,7 @@ def align_corpus(
 
     from nmtkit.data.batching import collate
     from nmtkit.models.quantization import quantize_int8
-    from nmtkit.runtime import autocast, resolve_precision
+    from nmtkit.runtime import autocast, check_line_memory, resolve_precision
     from nmtkit.search.decode import LengthPolicy
     from nmtkit.search.ensemble import Ensemble
 
@@ -153,6 +156,12 @@ def align_corpus(
         for number, (src, tgt) in enumerate(chunk, start=offset + 1):
             src_ids.append(policy.cut(loaded.src_text.encode(src), what=f"pair {number} source"))
             tgt_ids.append(policy.cut(loaded.tgt_text.encode(tgt), what=f"pair {number} target"))
+            check_line_memory(  # before the chunk's work; EOS counts on both sides
+                (len(src_ids[-1]) + 1) * (len(tgt_ids[-1]) + 1) * _BYTES_PER_CELL,
+                what=f"pair {number}",
+                size=f"{len(src_ids[-1])} source x {len(tgt_ids[-1])} target pieces",
+                hint="bound both sides with --max-source-len (a longer side is cut to it)",
+            )
         found: list[WordAlignment | None] = [None] * len(chunk)
         lengths_of = ([len(ids) for ids in src_ids], [len(ids) for ids in tgt_ids])
         for rows in policy.batches(*lengths_of, max_sentences=batch_size):
@@ -409,7 +418,7 @@ def align_files(
     """
     import torch
 
-    from nmtkit.runtime import resolve_precision
+    from nmtkit.runtime import resolve_precision, tune_allocator
 
     model_paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
     if not model_paths:
@@ -432,6 +441,9 @@ def align_files(
     gold_links = gold.read()[:limit] if gold is not None else []
     if threads:
         torch.set_num_threads(threads)
+    # Freed blocks reused: glibc's own moving mmap threshold let each decoding step's [S, A]
+    # attention block strand the last one, so memory grew with T x S x A.
+    tune_allocator()
     items = _alignments(
         model_paths,
         reverse_model_path,

@@ -11,6 +11,10 @@ from nmtkit.models.initialization import initialize
 from nmtkit.models.loss import linear_cross_entropy, smoothed_cross_entropy
 from nmtkit.registry import Batch, DecoderState, EncoderOutput, StepOutput
 
+# Logits computed at once by target_log_probs: 32 Mi floats (128 MiB), a batch of ordinary
+# sentences in one block (8192 positions at V = 8000), a long line in several.
+OUTPUT_BLOCK = 1 << 25
+
 
 class Seq2Seq(nn.Module):
     """An encoder–decoder translation model assembled from registry components."""
@@ -21,6 +25,7 @@ class Seq2Seq(nn.Module):
         super().__init__()
         self.config = config
         self.pad_id = pad_id
+        self.tgt_vocab_size = tgt_vocab_size
         self.src_embed = nn.Embedding(src_vocab_size, config.embed_size)
         self.encoder = registry.get("encoder", config.encoder.name)(
             config.encoder.options, input_size=config.embed_size
@@ -75,6 +80,18 @@ class Seq2Seq(nn.Module):
         out = self.decoder(batch.tgt_in, self.encode(batch.src, batch.src_lengths))
         real = batch.tgt_out != self.pad_id  # [B, T]
         return out.readout[real], batch.tgt_out[real], out.weights
+
+    def target_log_probs(self, batch: Batch) -> tuple[Tensor, Tensor]:
+        """Teacher-forced log p(y_i | y_<i, x) of the real target words [N] and the weights
+        [B, T, S]. The output layer runs over :data:`OUTPUT_BLOCK` logits at a time, so the
+        [N, V] logits of a long sentence are never whole."""
+        readout, targets, weights = self._real_readout(batch)  # [N, M], [N]
+        rows = max(1, OUTPUT_BLOCK // self.tgt_vocab_size)
+        picked = [
+            self.decoder.logits(block).float().log_softmax(dim=-1).gather(1, gold[:, None])
+            for block, gold in zip(readout.split(rows), targets.split(rows), strict=True)
+        ]  # [n, 1] each
+        return torch.cat(picked).squeeze(1), weights  # [N]
 
     def loss(self, batch: Batch, *, label_smoothing: float = 0.0) -> tuple[Tensor, Tensor]:
         """Return the summed smoothed loss and the summed NLL over real target tokens."""

@@ -242,7 +242,8 @@ class _Finished:
                     tokens=beams.history[row].tolist(),
                     score=total / lp + cp,
                     log_prob=total,
-                    weights=None if beams.attn is None else beams.attn[row].cpu(),
+                    # a copy: a view would keep the whole [b*K, t, S] history of this step
+                    weights=None if beams.attn is None else beams.attn[row].clone().cpu(),
                 )
             )
         for sentence in set(sentences.tolist()):

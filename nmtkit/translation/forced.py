@@ -22,14 +22,16 @@ from pathlib import Path
 from typing import IO
 
 import torch
+from torch import Tensor
 
 from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.data.batching import collate
 from nmtkit.data.text import PAD_ID
 from nmtkit.errors import ConfigError, DataError, unknown_name
 from nmtkit.files import atomic_write, count_lines, read_lines
+from nmtkit.models import Seq2Seq
 from nmtkit.models.quantization import quantize_int8
-from nmtkit.registry import SearchStrategy
+from nmtkit.registry import Batch, SearchStrategy
 from nmtkit.runtime import autocast, resolve_precision, tune_allocator
 from nmtkit.search.decode import LengthPolicy, build_strategy
 from nmtkit.search.overrides import SearchOverrides, describe_search, resolve_search
@@ -37,6 +39,9 @@ from nmtkit.search.overrides import SearchOverrides, describe_search, resolve_se
 log = logging.getLogger(__name__)
 
 CHUNK_SIZE = 1000  # pairs read, sorted by length and batched at a time
+# A batch of more target x source positions than this is forced step by step: every batch of
+# ordinary sentences under the default token budget stays below it (8192 x 250 pieces).
+STEP_CELLS = 1 << 22
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,17 +120,12 @@ class ForcedScorer:
     ) -> list[PairScore]:
         model = self.loaded.model.eval()
         batch = collate(src_ids, tgt_ids, range(len(src_ids))).to(self.device)
-        with torch.inference_mode(), autocast(self.precision, self.device):
-            logits, weights = model(batch)  # [N, V] over the real target positions, [b, T, S]
         real = batch.tgt_out != PAD_ID  # [b, T]
-        targets = batch.tgt_out[real]  # [N]
-        token_log_probs = logits.float().log_softmax(dim=-1).gather(1, targets[:, None])  # [N, 1]
         lengths = real.sum(dim=1)  # [b]
-        rows = torch.arange(len(src_ids), device=self.device).repeat_interleave(lengths)  # [N]
-        log_prob = torch.zeros(len(src_ids), device=self.device).index_add_(
-            0, rows, token_log_probs.squeeze(1)
-        )  # [b]
-        coverage = (weights.float() * real[:, :, None]).sum(dim=1)  # [b, S]
+        by_steps = batch.tgt_out.numel() * batch.src.size(1) > STEP_CELLS
+        force = force_by_steps if by_steps else force_at_once
+        with torch.inference_mode(), autocast(self.precision, self.device):
+            log_prob, coverage = force(model, batch)  # [b], [b, S]
         score = self.strategy.score(
             log_prob, lengths=lengths, coverage=coverage, pad_mask=batch.src == PAD_ID
         )  # [b]
@@ -150,6 +150,34 @@ class ForcedScorer:
         while chunk := list(itertools.islice(stream, chunk_size)):
             src_lines, tgt_lines = zip(*chunk, strict=True)
             yield from self.score_texts(src_lines, tgt_lines)
+
+
+def force_at_once(model: Seq2Seq, batch: Batch) -> tuple[Tensor, Tensor]:
+    """log p(y | x) [b] and the attention paid to each source position [b, S], through the
+    decoder's teacher-forced pass over all steps at once (it holds the weights [b, T, S])."""
+    token_log_probs, weights = model.target_log_probs(batch)  # [N], [b, T, S]
+    real = batch.tgt_out != PAD_ID  # [b, T]
+    rows = torch.arange(real.size(0), device=real.device).repeat_interleave(real.sum(dim=1))
+    log_prob = torch.zeros(real.size(0), device=real.device).index_add_(
+        0, rows, token_log_probs
+    )  # [b]
+    return log_prob, (weights.float() * real[:, :, None]).sum(dim=1)  # [b, S]
+
+
+def force_by_steps(model: Seq2Seq, batch: Batch) -> tuple[Tensor, Tensor]:
+    """:func:`force_at_once`, one decoding step at a time (the search's steps, each fed the
+    given word): memory linear in the lengths, for pairs whose [T, S] weights would be large."""
+    state = model.init_state(model.encode(batch.src, batch.src_lengths))
+    log_prob = torch.zeros(batch.src.size(0), device=batch.src.device)  # [b]
+    coverage = torch.zeros(batch.src.shape, device=batch.src.device)  # [b, S]
+    for prev, gold in zip(batch.tgt_in.unbind(1), batch.tgt_out.unbind(1), strict=True):
+        step = model.decode_step(prev, state)
+        real = gold != PAD_ID  # [b]
+        picked = step.log_probs.float().gather(1, gold[:, None]).squeeze(1)  # [b]
+        log_prob += picked.masked_fill(~real, 0.0)
+        coverage += step.weights.float() * real[:, None]
+        state = step.state
+    return log_prob, coverage
 
 
 def open_scorer(

@@ -24,7 +24,7 @@ from nmtkit.files import read_lines
 from nmtkit.models import Seq2Seq
 from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import Hypothesis, SearchStrategy
-from nmtkit.runtime import resolve_precision, tune_allocator
+from nmtkit.runtime import check_line_memory, resolve_precision, tune_allocator
 from nmtkit.search.decode import LengthPolicy, build_strategy, decode_sequences
 from nmtkit.search.ensemble import Ensemble, check_vocabularies
 from nmtkit.search.overrides import (
@@ -304,6 +304,9 @@ class Translator:
         full = [src_text.encode(text) if text.strip() else [] for text in texts]
         ids = [self.lengths.cut(seq, what=label) for seq, label in zip(full, labels, strict=True)]
         busy = [i for i, seq in enumerate(ids) if seq]
+        if self.with_alignment:
+            for i in busy:
+                self._check_alignment_memory(len(ids[i]), what=labels[i])
         prefix_ids = self._encode_prefixes(prefixes)
         hypotheses = decode_sequences(
             self.model,
@@ -326,6 +329,19 @@ class Translator:
             pieces = src_text.id_to_piece(seq)
             found.append(_Found(pieces=pieces[: len(read)], full_pieces=pieces, hypotheses=hyps))
         return found
+
+    def _check_alignment_memory(self, src_len: int, *, what: str) -> None:
+        """Refuse, before its search, a sentence whose attention history would not fit: each
+        of K hypotheses keeps [steps, S] fp32 weights, held about 4 times over as the history
+        grows, is re-ordered and is copied into finished hypotheses."""
+        beam = getattr(self.strategy.config, "beam_size", 1)
+        steps = int(self.max_len_a * src_len + self.max_len_b) + 1
+        check_line_memory(
+            16 * beam * steps * (src_len + 1),
+            what=what,
+            size=f"{src_len} source pieces, up to {steps} output steps",
+            hint="bound it with --max-source-len, or the output with --max-len-a/--max-len-b",
+        )
 
     def _best(self, hyp: Hypothesis | None, src_pieces: list[str]) -> Candidate:
         return self._no_candidate() if hyp is None else self._candidate(hyp, src_pieces)

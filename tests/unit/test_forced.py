@@ -7,13 +7,23 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
 from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import load_config
+from nmtkit.data.batching import collate
+from nmtkit.models import seq2seq
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.search import BeamSearch, GreedySearch, SamplingSearch
 from nmtkit.search.decode import LengthPolicy, decode_sequences
-from nmtkit.translation.forced import ForcedScorer, PairScore, format_jsonl, format_tsv
+from nmtkit.translation.forced import (
+    ForcedScorer,
+    PairScore,
+    force_at_once,
+    force_by_steps,
+    format_jsonl,
+    format_tsv,
+)
 from tests.unit.test_models import random_ids, tiny_model
 
 SOURCES = random_ids([5, 9, 3, 7, 12, 1, 6], seed=3)
@@ -114,3 +124,27 @@ def test_output_lines_hold_log_prob_score_perplexity_and_length() -> None:
     assert format_tsv(0, item) == f"-6.000000\t-2.000000\t{math.exp(2.0):.6f}\t3\n"
     line = format_jsonl(4, PairScore(log_prob=-math.inf, num_tokens=2, score=-math.inf))
     assert line == ('{"id": 4, "log_prob": null, "score": null, "ppl": null, "num_tokens": 2}\n')
+
+
+def test_forcing_step_by_step_gives_the_scores_and_coverage_of_forcing_at_once() -> None:
+    """The step-by-step path that long pairs take (linear memory) agrees with the one pass."""
+    loaded = loaded_model(seed=4)
+    targets = random_ids([4, 0, 8, 2, 11, 5, 3], seed=5)
+    batch = collate(SOURCES, targets, range(len(SOURCES)))
+    with torch.inference_mode():
+        at_once = force_at_once(loaded.model.eval(), batch)
+        by_steps = force_by_steps(loaded.model, batch)
+    for one, other in zip(at_once, by_steps, strict=True):
+        assert torch.allclose(one, other, atol=1e-5)
+
+
+def test_target_log_probs_over_several_output_blocks_match_one_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loaded = loaded_model(seed=6)
+    batch = collate(SOURCES, SOURCES, range(len(SOURCES)))
+    with torch.inference_mode():
+        whole, _ = loaded.model.eval().target_log_probs(batch)
+        monkeypatch.setattr(seq2seq, "OUTPUT_BLOCK", 3 * loaded.model.tgt_vocab_size)
+        blocked, _ = loaded.model.target_log_probs(batch)  # [N] in blocks of 3 positions
+    assert torch.allclose(whole, blocked, atol=1e-6)

@@ -148,3 +148,20 @@ def test_target_log_probs_over_several_output_blocks_match_one_block(
         monkeypatch.setattr(seq2seq, "OUTPUT_BLOCK", 3 * loaded.model.tgt_vocab_size)
         blocked, _ = loaded.model.target_log_probs(batch)  # [N] in blocks of 3 positions
     assert torch.allclose(whole, blocked, atol=1e-6)
+
+
+@pytest.mark.parametrize("readout_state", ["current", "previous"])
+def test_teacher_forcing_without_gradients_gives_exactly_the_outputs_with_them(
+    readout_state: str,
+) -> None:
+    """Without gradients the decoder writes each step into tensors made once (so that a long
+    line's memory stays linear); the numbers are those of the differentiable pass."""
+    model = tiny_model(f"model.decoder.readout_state={readout_state}", seed=7).eval()
+    targets = random_ids([4, 1, 8, 2, 11, 5, 3], seed=8)
+    batch = collate(SOURCES, targets, range(len(SOURCES)))
+    encoded = model.encode(batch.src, batch.src_lengths)
+    with_grad = model.decoder(batch.tgt_in, encoded)
+    with torch.no_grad():
+        without = model.decoder(batch.tgt_in, encoded)
+    assert torch.equal(with_grad.readout.detach(), without.readout)
+    assert torch.equal(with_grad.weights.detach(), without.weights)

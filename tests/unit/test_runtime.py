@@ -10,7 +10,7 @@ import torch
 
 from nmtkit import runtime
 from nmtkit.config import load_config
-from nmtkit.errors import ConfigError
+from nmtkit.errors import ConfigError, DataError
 from nmtkit.runtime import (
     autocast,
     native_bf16,
@@ -169,3 +169,20 @@ def test_load_model_checks_the_device_before_reading_anything(
     fake_cuda(monkeypatch, built=False, gpus=0)
     with pytest.raises(ConfigError, match="--device cuda: this torch build has no CUDA"):
         load_model(tmp_path / "absent", device="cuda")
+
+
+def test_a_line_whose_attention_would_not_fit_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runtime, "available_memory", lambda: 2**30)
+    runtime.check_line_memory(2**29, what="pair 3", size="9 pieces", hint="use --cap")  # fits
+    with pytest.raises(DataError) as caught:
+        runtime.check_line_memory(2**31, what="pair 3", size="9 pieces", hint="use --cap")
+    message = str(caught.value)
+    for fragment in ("pair 3", "9 pieces", "2.0 GiB", "1.0 GiB", "use --cap"):
+        assert fragment in message, message
+
+
+def test_available_memory_is_known_on_linux() -> None:
+    available = runtime.available_memory()
+    assert available is not None and available > 0

@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align align-figures bench-distributed bench-scale bench-long bench-ensembles bench-serve figures clean
+.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align align-figures bench-distributed bench-scale bench-long bench-ensembles bench-serve figures gpu-check clean
 
 install: $(STAMP)
 
@@ -79,6 +79,12 @@ bench-serve: install    # ~5 min: nmtkit serve under 1, 8, 32 clients beside tra
 	$(RUN) benchmarks/serve.sh
 
 bench: bench-speed bench-quality
+
+# Not part of `make test`: needs a CUDA torch and a GPU (docs/scale.md#gpu-check). On a fresh
+# clone `make gpu-check TORCH=torch` makes the venv with PyPI's default torch, a CUDA build on
+# Linux x86-64. GPU_CHECK_ARGS="--quick" for smaller sizes.
+gpu-check: install      # ~6 min on one H200: the docs' CUDA claims, one line per check
+	$(RUN) benchmarks/gpu_check.sh $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(VENV) demo bench-out .pytest_cache .mypy_cache .ruff_cache

@@ -83,7 +83,7 @@ bench: bench-speed bench-quality
 # Not part of `make test`: needs a CUDA torch and a GPU (docs/scale.md#gpu-check). On a fresh
 # clone `make gpu-check TORCH=torch` makes the venv with PyPI's default torch, a CUDA build on
 # Linux x86-64. GPU_CHECK_ARGS="--quick" for smaller sizes.
-gpu-check: install      # ~6 min on one H200: the docs' CUDA claims, one line per check
+gpu-check: install      # aimed at ~6 min on one H200 (not run on a GPU yet): the docs' CUDA claims
 	$(RUN) benchmarks/gpu_check.sh $(GPU_CHECK_ARGS)
 
 clean:

@@ -75,7 +75,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=ROOT / "bench-out" / "gpu-check",
         help="working folder, emptied first (default bench-out/gpu-check)",
     )
-    parser.add_argument("--quick", action="store_true", help="smaller sizes: about 3 minutes")
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller sizes (aimed at about 3 minutes on one GPU)"
+    )
     parser.add_argument(
         "--data",
         type=Path,

@@ -166,7 +166,9 @@ class Run:
                 env={**os.environ, "COLUMNS": "1000", **(env or {})},
             )
         except subprocess.TimeoutExpired as timeout:
-            log.write_text(f"$ nmtkit {' '.join(args)}\n{timeout.stderr or ''}", "utf-8")
+            stderr = timeout.stderr or b""
+            stderr = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+            log.write_text(f"$ nmtkit {' '.join(args)}\n{stderr}", "utf-8")
             seconds = self.sizes.timeout_s
             raise Failed(f"nmtkit {args[0]} took over {seconds} s (log: {log})") from None
         log.write_text(f"$ nmtkit {' '.join(args)}\n{result.stderr}", "utf-8")

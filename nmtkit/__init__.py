@@ -18,7 +18,7 @@ _API = {
     "train": "nmtkit.training.trainer",
     "load_config": "nmtkit.config",
     "Translator": "nmtkit.translation.translator",
-    "open_translator": "nmtkit.translation.translator",
+    "open_translator": "nmtkit.translation.loading",
     "load_model": "nmtkit.checkpoint",
     "score": "nmtkit.scoring.metrics",
     "score_files": "nmtkit.scoring.metrics",

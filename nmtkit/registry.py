@@ -89,7 +89,8 @@ class EncoderOutput:
 
 @dataclass(frozen=True, slots=True)
 class DecoderState:
-    """The decoder's state between steps, re-indexed by :meth:`select` as beams are pruned.
+    """The decoder's state between steps: :meth:`reorder` moves its per-hypothesis tensors to
+    a beam's survivors, :meth:`select` keeps (and repeats) rows as sentences start and finish.
 
     Attributes:
         hidden: s_{i-1}, [B, D].
@@ -170,6 +171,23 @@ class StepOutput:
     log_probs: Tensor
     state: DecoderState
     weights: Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class ShortlistRows:
+    """A batch's vocabulary shortlist as a decoding step reads it, cut once per batch by the
+    search (:meth:`nmtkit.models.Seq2Seq.shortlist_rows`), never kept by the decoder.
+
+    Attributes:
+        ids: the candidate target ids, ascending, [V'].
+        weight: their rows of the output layer's weight, [V', M]; None when the decoder's output
+            is not one float linear layer (no :meth:`Decoder.output_layer`, or int8 weights).
+        bias: their entries of the output layer's bias, [V']; None without rows or bias.
+    """
+
+    ids: Tensor
+    weight: Tensor | None = None
+    bias: Tensor | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +305,12 @@ class SoftmaxAttention(AttentionScorer):
 
 
 class Decoder(nn.Module, Component):
-    """Generates target words from the annotations through an attention scorer."""
+    """Generates target words from the annotations through an attention scorer.
+
+    A decoder writes :meth:`init_state`, :meth:`forward`, :meth:`logits` and :meth:`step`, the
+    model's equations; :meth:`output_layer` and :meth:`shortlist_step` have defaults that work
+    for any decoder and are overridden only to save time.
+    """
 
     def __init__(
         self,
@@ -314,23 +337,34 @@ class Decoder(nn.Module, Component):
         """Project readout vectors [..., M] to logits [..., V]."""
         raise NotImplementedError
 
+    def step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
+        """Advance one step from y_{i-1} [B] and s_{i-1}: log p over the whole vocabulary
+        [B, V], the new state ``state.advance(s_i, alpha_i)`` and alpha_i [B, S]."""
+        raise NotImplementedError
+
+    # Optional: the defaults below are right for any decoder; a decoder may override them to
+    # be faster (the built-in ``gru`` does).
+
     def output_layer(self) -> nn.Linear | None:
         """The linear layer that :meth:`logits` is, if it is one: training then computes it
         together with the loss, a block of rows at a time, without the [N, V] logits
-        (:func:`nmtkit.models.loss.linear_cross_entropy`). None (the default) calls
-        :meth:`logits`."""
+        (:func:`nmtkit.models.loss.linear_cross_entropy`), and a shortlist cuts its rows. None
+        (the default) calls :meth:`logits`."""
         return None
 
-    def step(
-        self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None
+    def shortlist_step(
+        self, prev_tokens: Tensor, state: DecoderState, *, rows: ShortlistRows
     ) -> StepOutput:
-        """Advance one step from y_{i-1} [B] and s_{i-1}.
+        """:meth:`step` over a vocabulary shortlist (``translate --shortlist``): log p over the
+        candidates ``rows.ids`` alone, [B, V'], normalized over them.
 
-        ``vocab`` (a vocabulary shortlist) restricts the output to those ids, ascending, [V']:
-        ``log_probs`` is then [B, V'], normalized over them alone, and only their rows of the
-        output layer are computed. Search passes it only under ``translate --shortlist``.
+        The default takes the full step and renormalizes its candidates' log-probabilities. A
+        decoder may instead project onto ``rows.weight`` and ``rows.bias`` (their rows of the
+        output layer, when it has one) and skip the other V - V' rows.
         """
-        raise NotImplementedError
+        out = self.step(prev_tokens, state)
+        log_probs = out.log_probs.index_select(-1, rows.ids).log_softmax(dim=-1)  # [B, V']
+        return dataclasses.replace(out, log_probs=log_probs)
 
 
 class Translatable(Protocol):

@@ -1,3 +1,3 @@
 """Word alignments: attention gathered to words and turned into links (``corpus``), link
-extraction and symmetrization, Pharaoh I/O, scoring against gold links (AER), heatmaps; and
-IBM Model 1's lexical translation probabilities (``ibm1``), behind the vocabulary shortlist."""
+extraction and symmetrization, Pharaoh I/O, scoring against gold links (AER), heatmaps. (IBM
+Model 1, behind the vocabulary shortlist, lives with it in :mod:`nmtkit.shortlist`.)"""

@@ -34,7 +34,7 @@ from nmtkit.errors import ConfigError, DataError, unknown_name
 from nmtkit.files import atomic_write, check_writable, check_writable_dir, count_lines, read_lines
 
 if TYPE_CHECKING:  # torch is imported only when a model runs: --evaluate needs none
-    from nmtkit.search.decode import LengthPolicy
+    from nmtkit.search.length_policy import LengthPolicy
 
 _ALIGN_CHUNK = 1000  # pairs read, sorted by length and batched at a time
 
@@ -115,7 +115,7 @@ def align_corpus(
         method: a one-direction extraction method (see ``nmtkit.alignment.links.EXTRACTORS``).
         threshold: the least weight a link needs, for ``threshold``.
         batch_size: the most pairs in a batch.
-        lengths: the length policy; :class:`~nmtkit.search.decode.LengthPolicy`'s defaults
+        lengths: the length policy; :class:`~nmtkit.search.length_policy.LengthPolicy`'s defaults
             when None.
         precision: of the matrix products (:func:`nmtkit.runtime.resolve_precision`); ``int8``
             gives the model's decoder int8 weights in place
@@ -134,8 +134,8 @@ def align_corpus(
     from nmtkit.data.batching import collate
     from nmtkit.models.quantization import quantize_int8
     from nmtkit.runtime import autocast, resolve_precision
-    from nmtkit.search.decode import LengthPolicy
     from nmtkit.search.ensemble import Ensemble
+    from nmtkit.search.length_policy import LengthPolicy
 
     extract = extractor(method)
     policy = lengths or LengthPolicy()

@@ -275,7 +275,7 @@ def align(
             raise ConfigError("--evaluate needs --gold, the file to score against")
         scores = score_alignment_file(evaluate, golden)
     else:
-        from nmtkit.search.decode import LengthPolicy  # imports torch: not for --evaluate
+        from nmtkit.search.length_policy import LengthPolicy  # imports torch: not for --evaluate
 
         lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
         scores = align_files(

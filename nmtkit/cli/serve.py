@@ -89,10 +89,10 @@ def serve(
     user_dir: UserDirs = None,
 ) -> None:
     """Serve translations over HTTP: POST /translate, GET /health, GET /model (docs at /docs)."""
-    from nmtkit.search.decode import LengthPolicy
+    from nmtkit.search.length_policy import LengthPolicy
     from nmtkit.serving.limits import ServeLimits
     from nmtkit.serving.listener import check_installed, listen
-    from nmtkit.translation.translator import open_translator
+    from nmtkit.translation.loading import open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
     _log_server_through_nmtkit(verbose=verbose)

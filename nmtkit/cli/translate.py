@@ -164,10 +164,12 @@ def translate(
     user_dir: UserDirs = None,
 ) -> None:
     """Translate raw text, one sentence a line, streaming from stdin to stdout."""
-    from nmtkit.search.decode import LengthPolicy
+    from nmtkit.search.length_policy import LengthPolicy
+    from nmtkit.search.overrides import SearchOverrides
     from nmtkit.translation.formats import check_output, open_translation_writer
+    from nmtkit.translation.loading import open_translator
+    from nmtkit.translation.options import check_options
     from nmtkit.translation.splitting import check_splitting
-    from nmtkit.translation.translator import SearchOverrides, check_options, open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
     check_output(output, output_format)  # before the model loads and any input is read

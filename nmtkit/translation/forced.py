@@ -31,7 +31,8 @@ from nmtkit.files import atomic_write, count_lines, read_lines
 from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import SearchStrategy
 from nmtkit.runtime import autocast, resolve_precision, tune_allocator
-from nmtkit.search.decode import LengthPolicy, build_strategy
+from nmtkit.search.decode import build_strategy
+from nmtkit.search.length_policy import LengthPolicy
 from nmtkit.search.overrides import SearchOverrides, describe_search, resolve_search
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,8 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.config import load_config
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.search import BeamSearch, GreedySearch, SamplingSearch
-from nmtkit.search.decode import LengthPolicy, decode_sequences
+from nmtkit.search.decode import decode_sequences
+from nmtkit.search.length_policy import LengthPolicy
 from nmtkit.translation.forced import ForcedScorer, PairScore, format_jsonl, format_tsv
 from tests.unit.test_models import random_ids, tiny_model
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -207,7 +207,7 @@ class TrainingLoop:
         self.save(best=improved, keep=True)
         return self.rules.patience_ran_out(self.state)
 
-    def _save_and_abort(self) -> None:
+    def _save_and_abort(self) -> NoReturn:
         """Save the interrupted run on rank 0 and raise :class:`Interrupted` on every rank."""
         self.save()
         self.dist.barrier()  # the others wait for rank 0's save

@@ -258,10 +258,10 @@ align       sentence pairs ─Seq2Seq.force_decode─> attention ─merge_to_wor
 | `data/trainset.py`, `data/workers.py`, `data/dedup.py` | The training split in bounded memory: chunks prepared, cleaned and encoded in `--workers` spawned processes, in corpus order; SentencePiece learned from a seeded sample of pairs; duplicates found by 64-bit digests. |
 | `data/dataset.py` | `TokenDataset`: memory-mapped `.bin`/`.idx` reader; `write_dataset`, `write_chunks`. |
 | `data/batching.py` | `batch_by_tokens`, `epoch_batches`, `collate` → `Batch`. |
-| `registry.py` | contracts, exchanged values, `register`/`get`/`names`, plugin discovery. |
+| `registry.py`, `contracts.py`, `values.py` | `register`/`get`/`names` (`registry.py`, which re-exports the rest), the contracts, the values they exchange; plugin discovery in `plugins.py`. |
 | `models/` | `Seq2Seq` and the built-in encoders (`models/encoders/`), attention scorers (`models/attention/`) and decoder. |
 | `search/` | `GreedySearch`, `BeamSearch`, `SamplingSearch`; `decode.py`: `decode_sequences`, the one batched decoding loop over many sentences; `length_policy.py`: `LengthPolicy`, the one rule for long input (translate, align, score-pairs, serve). |
-| `training/` | `train()`, `TrainingLoop`, validation, learning-rate schedules, `TrainingData`; `averaging.py`: `nmtkit average`. |
+| `training/` | `train()`; `TrainingLoop` (`loop.py`) over one update (`update.py`), validation, the stopping rules (`stopping.py`), the model directory's rules (`model_dir.py`), the train state (`train_state.py`) and reporting; learning-rate schedules, `TrainingData`; `averaging.py`: `nmtkit average`. |
 | `checkpoint.py` | model directory, `save_checkpoint`, `load_model`. |
 | `translation/translator.py`, `translation/loading.py`, `translation/options.py`, `translation/results.py`, `translation/splitting.py`, `translation/formats.py`, `translation/streaming.py` | `Translator` (streaming, chunked), `open_translator` (models, ensemble, search overrides, shortlist) and the range checks of its options; the `Translation` it returns; `--split-sentences` (sentencex sentences, joined back in the line's layout); the output writers; input chunks that end when a pipe pauses (`--flush-ms`). |
 | `translation/forced.py`, `translation/nbest.py` | `ForcedScorer`: log p, search score and perplexity of given translations by teacher forcing (`nmtkit score-pairs`); Moses n-best rescoring. |
@@ -335,7 +335,8 @@ same `gru`.
 
 ## The registry and plugins
 
-`nmtkit/registry.py` is all a component author needs: four kinds (`encoder`, `attention`,
+`nmtkit/registry.py` is all a component author needs (it re-exports the contracts of
+`nmtkit/contracts.py` and the values of `nmtkit/values.py`): four kinds (`encoder`, `attention`,
 `decoder`, `search`), each with a contract (a base class) whose constructor takes the
 component's `Config` dataclass plus the sizes it depends on as keywords. The contracts, their
 shapes and masking rules, and a complete working plugin are in [plugins.md](plugins.md);
@@ -361,8 +362,8 @@ Third parties plug in two ways. An installed package declares modules in the ent
 `nmtkit.plugins`; discovery is lazy (on the first lookup of an unknown name or the first
 `names()` call every entry point is imported once, in name order) and a module that fails to
 import is a `PluginError` naming the entry point and its distribution; `NMTKIT_DISABLE_PLUGINS=1`
-skips it. A folder of modules loads with `--user-dir DIR` on every subcommand but `download`
-(`nmtkit/plugins.py`). Checkpoints record each component's name, options, module and
+skips it. A folder of modules loads with `--user-dir DIR` on every subcommand but `download`.
+Both live in `nmtkit/plugins.py`. Checkpoints record each component's name, options, module and
 distribution, so loading a model whose plugin is missing is a `CheckpointError` that names the
 package to install.
 
@@ -428,7 +429,7 @@ and that a sentence translates the same alone or in a batch).
 ## Training, determinism and resume
 
 `train()` (`nmtkit/training/trainer.py`) loads the data dir, builds the model, and runs
-`TrainingLoop`. One update: collate a batch, set the learning rate from the schedule, compute
+`TrainingLoop` (`loop.py`). One update: collate a batch, set the learning rate from the schedule, compute
 the loss, back-propagate, clip the gradient norm, step. Every `validate_every` updates it
 computes the validation loss and the BLEU of greedy translations (`nmtkit/training/validation.py`:
 `decode_sequences`, then sacreBLEU, detokenized, against `valid.raw.TGT`), writes `last.pt`,

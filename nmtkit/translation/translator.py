@@ -19,8 +19,8 @@ from nmtkit import registry
 from nmtkit.alignment.links import Link, argmax_links, piece_weights_to_words
 from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.data.text import words
-from nmtkit.errors import ConfigError, DataError
-from nmtkit.files import read_lines
+from nmtkit.errors import ConfigError
+from nmtkit.files import check_line_counts, read_lines
 from nmtkit.models import Seq2Seq
 from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import Hypothesis, SearchStrategy
@@ -183,13 +183,13 @@ class Translator:
             num_lines = len(lines)
         else:
             num_lines = sum(1 for _ in read_lines(path))
-        if num_lines != len(prefixes):
-            name = "<stdin>" if str(path) == "-" else str(path)
-            raise DataError(
-                f"has {len(prefixes)} lines but the input {name} has {num_lines}",
-                where=str(prefix_path),
-                hint="give one prefix per input line; an empty line means no prefix",
-            )
+        check_line_counts(
+            prefix_path,
+            len(prefixes),
+            path,
+            num_lines,
+            hint="give one prefix per input line; an empty line means no prefix",
+        )
         yield from self.translate(lines, chunk_size=chunk_size, prefixes=prefixes)
 
     def translate(

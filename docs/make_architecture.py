@@ -472,7 +472,7 @@ count validations without improvement.
 
 `nmtkit.scoring.metrics.score` passes detokenized hypotheses and reference streams to
 sacrebleu's `BLEU`, `CHRF` and `TER` with the options of the `sacrebleu` command, and returns
-each score with its signature. `nmtkit.alignment.corpus.align_corpus` encodes both sides, runs
+each score with its signature. `nmtkit.alignment.attention_links.align_corpus` encodes both sides, runs
 `Seq2Seq.force_decode` (teacher forcing of the given target) to get α `[B, T, S]`, and
 `piece_weights_to_words` (`nmtkit/alignment/links.py`) drops the EOS row and column,
 renormalizes the rows, and merges pieces into words (`merge_to_words`: sum over a source word's

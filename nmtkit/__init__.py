@@ -22,8 +22,8 @@ _API = {
     "load_model": "nmtkit.checkpoint",
     "score": "nmtkit.scoring.metrics",
     "score_files": "nmtkit.scoring.metrics",
-    "align_corpus": "nmtkit.alignment.corpus",
-    "align_files": "nmtkit.alignment.corpus",
+    "align_corpus": "nmtkit.alignment.attention_links",
+    "align_files": "nmtkit.alignment.file_alignment",
 }
 
 __all__ = ["__version__", *_API]

@@ -341,17 +341,36 @@ def resolve_checkpoint(path: str | Path) -> Path:
     return path
 
 
-def _load(path: Path) -> dict[str, Any]:
+def save_checked(path: str | Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` (tensors and builtin containers) atomically with its SHA-256, as the
+    model directory's files are written; :func:`load_checked` reads it back.
+
+    Raises:
+        DataError: ``path`` cannot be written (naming it and the reason, e.g. a full disk).
+    """
+    _save(Path(path), payload)
+
+
+def load_checked(path: str | Path, *, what: str = "nmtkit checkpoint") -> dict[str, Any]:
+    """Read a file written by :func:`save_checked` and check its checksum.
+
+    Raises:
+        CheckpointError: not a ``what``, or a damaged one.
+    """
+    return _load(Path(path), what=what)
+
+
+def _load(path: Path, *, what: str = "nmtkit checkpoint") -> dict[str, Any]:
     """Read a file written by :func:`_save` and check its checksum (a file written before
     nmtkit stored one loads unchecked)."""
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a file that is not a checkpoint
         raise CheckpointError(
-            f"not an nmtkit checkpoint, or a damaged one ({type(exc).__name__})", where=str(path)
+            f"not an {what}, or a damaged one ({type(exc).__name__})", where=str(path)
         ) from None
     if not isinstance(payload, dict):
-        raise CheckpointError("not an nmtkit checkpoint", where=str(path))
+        raise CheckpointError(f"not an {what}", where=str(path))
     recorded = payload.pop(DIGEST, None)
     if recorded is None:
         log.debug("%s: no checksum (written by an older nmtkit), loaded unchecked", path)

@@ -20,7 +20,7 @@ from nmtkit.data.dataset import TokenDataset, bin_path, idx_path, write_chunks
 from nmtkit.data.text import PairCleaner, load_sentencepiece, train_sentencepiece
 from nmtkit.data.workers import CHUNK_LINES, ChunkPool, chunked, encode_lines, prepare_pairs
 from nmtkit.errors import DataError
-from nmtkit.files import atomic_write, open_text, read_lines
+from nmtkit.files import atomic_write, open_text, read_pairs
 
 if TYPE_CHECKING:
     from nmtkit.data.preprocess import PreprocessConfig
@@ -57,18 +57,14 @@ def build_train_split(
     return clean_counts, models
 
 
-def read_pairs(
+def corpus_pairs(
     corpora: tuple[CorpusFile, CorpusFile], skip_invalid: bool
 ) -> Iterator[tuple[str | None, str | None]]:
-    """Yield the line pairs of a parallel corpus (None for a side that is not UTF-8 when
-    ``skip_invalid``)."""
+    """Yield the line pairs of a parallel corpus (:func:`nmtkit.files.read_pairs`; None for a
+    side that is not UTF-8 when ``skip_invalid``)."""
     src, tgt = corpora
     hint = "--skip-invalid drops such pairs"
-    yield from zip(
-        read_lines(src.path, skip_invalid=skip_invalid, invalid_hint=hint),
-        read_lines(tgt.path, skip_invalid=skip_invalid, invalid_hint=hint),
-        strict=True,
-    )
+    return read_pairs(src.path, tgt.path, skip_invalid=skip_invalid, invalid_hint=hint)
 
 
 def text_lines(path: Path) -> Iterator[str]:
@@ -133,7 +129,7 @@ def _clean(
     num_kept = 0
     src_path, tgt_path = prepared[config.src_lang], prepared[config.tgt_lang]
     with open_text(src_path, "w") as src_out, open_text(tgt_path, "w") as tgt_out:
-        for chunk in pool.map(prepare, chunked(read_pairs(corpora, config.skip_invalid))):
+        for chunk in pool.map(prepare, chunked(corpus_pairs(corpora, config.skip_invalid))):
             cleaner.count(chunk.counts)
             kept = cleaner.keep_new(chunk.digests)
             for src, tgt, keep in zip(chunk.src, chunk.tgt, kept, strict=True):

@@ -22,8 +22,7 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmtkit.errors import DataError
-from nmtkit.files import decode_lines, read_lines
+from nmtkit.files import check_line_counts, decode_lines, read_lines
 
 DEFAULT_FLUSH_MS = 10.0  # a pause of this long ends a chunk read from a pipe or a terminal
 _PUT_WAIT_S = 0.1  # how often a reader blocked on a full queue checks whether it should stop
@@ -53,13 +52,13 @@ def read_with_prefixes(
         num_lines = len(lines)
     else:
         num_lines = sum(1 for _ in read_lines(path))
-    if num_lines != len(prefixes):
-        name = "<stdin>" if str(path) == "-" else str(path)
-        raise DataError(
-            f"has {len(prefixes)} lines but the input {name} has {num_lines}",
-            where=str(prefix_path),
-            hint="give one prefix per input line; an empty line means no prefix",
-        )
+    check_line_counts(
+        prefix_path,
+        len(prefixes),
+        path,
+        num_lines,
+        hint="give one prefix per input line; an empty line means no prefix",
+    )
     return lines, prefixes
 
 

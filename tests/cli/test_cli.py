@@ -145,7 +145,7 @@ def test_help_keeps_defaults_written_in_square_brackets(cli: Invoke) -> None:
     result = cli(["translate", "--help"])
     text = flat(result.stdout)
     assert "[default: the model's, 5]" in text
-    assert "[default: 1000]" in text and "[default: 10]" in text
+    assert "[default: 1000]" in text and "[default: 10.0]" in text
 
 
 # ------------------------------------------------------------------------------ preprocess

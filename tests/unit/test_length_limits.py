@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from nmtkit.alignment.corpus import align_corpus
+from nmtkit.alignment.attention_links import align_corpus
 from nmtkit.data.dataset import TokenDataset, write_dataset
 from nmtkit.data.preprocess import load_manifest, preprocess, summary_table
 from nmtkit.data.text import CleanSettings

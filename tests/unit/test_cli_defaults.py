@@ -60,9 +60,10 @@ def test_each_default_in_help_is_the_librarys(where: str, name: str) -> None:
 
 
 def test_a_default_naming_a_module_constant_is_resolved() -> None:
-    from nmtkit.search.decode import DEFAULT_MAX_TOKENS  # max_tokens: int = DEFAULT_MAX_TOKENS
+    # LengthPolicy's field reads max_tokens: int = DEFAULT_MAX_TOKENS
+    from nmtkit.search.length_policy import DEFAULT_MAX_TOKENS
 
-    assert default("search/decode.py:LengthPolicy", "max_tokens") == DEFAULT_MAX_TOKENS
+    assert default("search/length_policy.py:LengthPolicy", "max_tokens") == DEFAULT_MAX_TOKENS
 
 
 def test_an_unknown_field_is_a_lookup_error() -> None:
@@ -75,7 +76,8 @@ def test_tags_are_escaped_for_rich_markup_and_name_whose_setting_wins() -> None:
 
     tag = default_tag("config.py:SearchConfig", "batch_size", of="the model's")
     assert tag == f"\\[default: the model's, {SearchConfig().batch_size}]"
-    assert default_tag("search/decode.py:LengthPolicy", "max_source_len", note=", whole lines") == (
+    lengths = "search/length_policy.py:LengthPolicy"
+    assert default_tag(lengths, "max_source_len", note=", whole lines") == (
         "\\[default: 0, whole lines]"
     )
     assert shown((0, 10, 20)) == "0,10,20"

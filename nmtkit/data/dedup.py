@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 _RECENT_MAX = 1 << 20  # digests held in a Python set before they join the sorted array
-_BUCKET_PAIRS = 1 << 19  # pairs a bucket of DuplicateFinder aims at (8 MB of digests and indices)
+_BUCKET_PAIRS = 1 << 18  # pairs a bucket of DuplicateFinder aims at (4 MB of digests and indices)
 _MAX_BUCKETS = 256  # files open at once
 _ENTRY = np.dtype([("digest", "<u8"), ("index", "<i8")])
 
@@ -73,11 +73,12 @@ class DigestSet:
 
 
 class DuplicateFinder:
-    """Find the pairs that repeat an earlier one in a corpus of any size, in bounded memory.
+    """Find the pairs that repeat an earlier one in a corpus, in memory bounded up to 67 million
+    pairs (256 buckets of 260,000; beyond, the buckets grow) but for one bit a pair.
 
     Each pair's digest goes to disk with the pair's index, into one of up to 256 buckets chosen
-    by its top bits (equal pairs meet in one bucket), each meant to hold about half a million pairs;
-    then each bucket alone is sorted by digest (stably, so the first of equal digests is the
+    by its top bits (equal pairs meet in one bucket), each meant to hold 130,000 to 260,000
+    pairs; then each bucket alone is sorted by digest (stably, so the first of equal digests is the
     earliest pair) and its repeats are marked in a bit array: memory holds one bucket (16
     bytes a pair of it) and an eighth of a byte a pair of the corpus.
 

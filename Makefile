@@ -66,7 +66,7 @@ align-figures: install  # ~1 min: one PNG per pair in $(ALIGN_OUT)/figures
 	  --gold ../shared/data/alignment/enfr.gold --gold-one-indexed \
 	  --out $(ALIGN_OUT)/figures $(if $(PAIRS),--pairs $(PAIRS))
 
-bench-scale: install    # ~30 min: preprocess 300k and 3M pairs, training start-up, a 1M-line translate stream
+bench-scale: install    # ~1.5 h: preprocess 300k, 3M and 30M pairs, training start-up, a 1M-line translate stream
 	$(RUN) benchmarks/scale.sh
 
 bench-long: install     # ~40 min: joined test sentences (2, 3, 4 a line) per model variant and decoding

@@ -27,7 +27,7 @@ from nmtkit.data.datadir import (
 )
 from nmtkit.data.datadir import load_manifest as load_manifest  # re-exported: part of this API
 from nmtkit.data.datadir import load_pipeline as load_pipeline  # re-exported: part of this API
-from nmtkit.data.dataset import TokenDataset, write_dataset
+from nmtkit.data.dataset import count_id, dataset_info, write_dataset
 from nmtkit.data.text import (
     CLEAN_REASONS,
     SPECIAL_PIECES,
@@ -319,19 +319,20 @@ def _summarize(
     *,
     num_cut: dict[str, int] | None = None,
 ) -> SplitSummary:
-    datasets = {lang: TokenDataset(tmp / f"{split}.{lang}") for lang in langs}
+    # Read in chunks, not through TokenDataset's memory maps, whose pages would stay resident.
+    infos = {lang: dataset_info(tmp / f"{split}.{lang}") for lang in langs}
     return SplitSummary(
         name=split,
         num_lines=num_lines,
-        num_sentences=len(datasets[langs[0]]),
-        num_tokens={lang: d.num_tokens for lang, d in datasets.items()},
-        num_unk={lang: d.count(UNK_ID) for lang, d in datasets.items()},
+        num_sentences=infos[langs[0]].num_sentences,
+        num_tokens={lang: info.num_tokens for lang, info in infos.items()},
+        num_unk={lang: count_id(tmp / f"{split}.{lang}", UNK_ID) for lang in langs},
         num_cut=num_cut or dict.fromkeys(langs, 0),
     )
 
 
 def _dtype(tmp: Path, split: str, lang: str) -> str:
-    return str(TokenDataset(tmp / f"{split}.{lang}").dtype)
+    return str(dataset_info(tmp / f"{split}.{lang}").dtype)
 
 
 def summary_table(summary: PreprocessSummary) -> Table:

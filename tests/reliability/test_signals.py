@@ -206,12 +206,13 @@ def translating(
 
 
 def test_translate_keeps_an_inherited_ignore_of_sigint(toy_model: Path, tmp_path: Path) -> None:
-    """What nohup and a background job mean: started with SIGINT ignored, translate ignores it
-    and finishes its output."""
+    """As a shell's background job (``nmtkit translate ... &`` in a script) is started: with
+    SIGINT ignored, translate keeps ignoring it and finishes its output."""
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("a b c d e f\n" * 5000, "utf-8")
     process = translating(toy_model, source, output, ignore=(signal.SIGINT,))
     assert undeliverable(process.pid) == ["SIGINT ignored"]
+    assert process.poll() is None  # still translating
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=DEADLINE_S)
     assert process.returncode == 0, stderr

@@ -39,8 +39,8 @@ UNSET = (
     *("ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT"),
     # the terminal: colours, a forced terminal and a width wrap rich's and typer's lines
     *("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "PY_COLORS", "COLORTERM", "TTY_COMPATIBLE"),
-    *("TTY_INTERACTIVE", "TERMINAL_WIDTH", "GITHUB_ACTIONS", "JUPYTER_COLUMNS", "JUPYTER_LINES"),
-    *("_TYPER_FORCE_DISABLE_TERMINAL", "_TYPER_STANDARD_TRACEBACK", "TYPER_USE_RICH"),
+    *("TTY_INTERACTIVE", "TERMINAL_WIDTH", "JUPYTER_COLUMNS", "JUPYTER_LINES"),
+    *("_TYPER_STANDARD_TRACEBACK", "TYPER_USE_RICH"),
     # a child Python (PYTHONINSPECT would wait on stdin at exit, PYTHONWARNINGS=error would fail)
     *("PYTHONINSPECT", "PYTHONOPTIMIZE", "PYTHONWARNINGS", "PYTHONHASHSEED", "PYTHONSTARTUP"),
     *("PYTHONIOENCODING", "PYTHONUTF8", "PYTHONBREAKPOINT", "PYTHONDEVMODE"),
@@ -50,9 +50,15 @@ UNSET_PREFIXES = ("TORCHELASTIC_",)
 
 # Variables the suite sets: one thread a child, as the test processes (tests/conftest.py), so
 # that two xdist workers and their children share 2 cores evenly and a box's 64-thread default
-# cannot change a run; and UTF-8 text streams whatever the caller's locale (the tests read the
-# children's output as UTF-8).
-FIXED = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}
+# cannot change a run; UTF-8 text streams whatever the caller's locale (the tests read the
+# children's output as UTF-8); and typer's switch against a forced terminal, which it otherwise
+# turns on under GITHUB_ACTIONS (left set: CI tools of pytest's own may read it).
+FIXED = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "LC_ALL": "C.UTF-8",
+    "_TYPER_FORCE_DISABLE_TERMINAL": "1",
+}
 
 # Removed by normalise(): a colour wish of the caller's, passed on to pytest's own output.
 removed: dict[str, str] = {}

@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# This machine's local CPU wheel; the package itself only asks for torch>=2.2.
+# This machine's local CPU wheel; the package itself only asks for torch>=2.4 (pyproject.toml).
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
@@ -53,7 +53,7 @@ figures: install        # ~45 min: remakes docs/figures/ (Figure 2, attention he
 bench-distributed: install  # ~7 min: training tok/s under torchrun, 1 vs 2 processes of 1 thread
 	$(RUN) benchmarks/distributed.sh
 
-bench-align: install    # ~2 h 45 min: nmtkit align --learn variants vs eflomal, AER on the Hansards gold
+bench-align: install    # up to 3 h 15 min (6 variants, 30 min each at most): nmtkit align --learn variants vs eflomal, AER on the Hansards gold
 	PYTHON="$(CURDIR)/$(BIN)/python" $(RUN) benchmarks/alignment.sh
 
 # After bench-align: its default aligner next to eflomal on a few Hansards pairs (PAIRS=3,17,40).

@@ -5,7 +5,6 @@ output goes to stdout or, atomically, to a file."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,11 +23,12 @@ from nmtkit.files import (
     remove_stale_temporaries,
     staging_path,
 )
+from tests.processes import run
 
 
 def dead_pid() -> int:
     """The PID of a process that has exited (and been reaped)."""
-    process = subprocess.run(
+    process = run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         check=True,
         capture_output=True,

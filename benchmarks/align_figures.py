@@ -159,11 +159,11 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
     import torch
 
-    from nmtkit.alignment.neural.corpus import read_pairs
-    from nmtkit.alignment.neural.learner import AlignerEnsemble
+    from nmtkit.alignment.neural.aligners import AlignerEnsemble
+    from nmtkit.alignment.neural.learned_alignment import read_tokenized_pairs
 
     torch.set_num_threads(args.threads)
-    shown = read_pairs(args.source, args.target, lowercase=False)
+    shown = read_tokenized_pairs(args.source, args.target, lowercase=False)
     theirs = [possible for _, possible in read_pharaoh(args.eflomal)]
     gold = None
     if args.gold is not None:
@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> None:
             raise SystemExit(f"[align-figures] pair {number} has an empty side: nothing to draw")
 
     aligner = AlignerEnsemble.load(args.aligner)
-    read = read_pairs(args.source, args.target, lowercase=aligner.lowercase)
+    read = read_tokenized_pairs(args.source, args.target, lowercase=aligner.lowercase)
     # All pairs up to the last one drawn, so that an error names the pair by its line number.
     every = aligner.posteriors(read[: max(numbers)])
     posteriors = [every[number - 1] for number in numbers]

@@ -20,8 +20,9 @@ import torch
 
 from nmtkit.alignment.gold import GoldFile, alignment_error_rate
 from nmtkit.alignment.neural import extract
-from nmtkit.alignment.neural.corpus import read_pairs
-from nmtkit.alignment.neural.learner import AlignerPair, LearnConfig, learn
+from nmtkit.alignment.neural.aligners import AlignerPair
+from nmtkit.alignment.neural.learned_alignment import read_tokenized_pairs
+from nmtkit.alignment.neural.learner import LearnConfig, learn
 from nmtkit.alignment.neural.model import AlignerConfig
 from nmtkit.runtime import describe_device
 
@@ -67,11 +68,15 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    pairs = read_pairs(args.text / "hansards.en", args.text / "hansards.fr", lowercase=True)
+    pairs = read_tokenized_pairs(
+        args.text / "hansards.en", args.text / "hansards.fr", lowercase=True
+    )
     extra = (
         []
         if args.no_extra
-        else read_pairs(args.text / "m30k.train.en", args.text / "m30k.train.fr", lowercase=True)
+        else read_tokenized_pairs(
+            args.text / "m30k.train.en", args.text / "m30k.train.fr", lowercase=True
+        )
     )
     gold = GoldFile(path=args.gold, one_indexed=True).read()
     methods = ["soft", "forward", "reverse", "intersection", "grow-diag-final-and"]

@@ -34,7 +34,7 @@ def run_variant(args: argparse.Namespace) -> None:
     import torch
 
     import nmtkit.registry as registry
-    import nmtkit.translation.translator as translator
+    import nmtkit.translation.loading as translator
 
     if args.variant == "none":
         registry.DecoderState.reorder = registry.DecoderState.select  # type: ignore[method-assign]

@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# Scale benchmark (issue: corpora of WMT size). Builds synthetic corpora of SIZES pairs from
-# Multi30k's 29k training pairs, repeated and shuffled the same way on both sides (seeded), then
-# measures wall time and peak memory of: preprocess with --workers 2 (part `preprocess`); training
-# start-up, one update of the tiny preset on each data dir (`train`); a greedy translation stream
-# of TRANSLATE_LINES short lines (`translate`). Peak memory is the largest resident set of one
+# Scale benchmark (issue: corpora of WMT size). Builds synthetic corpora from Multi30k's 29k
+# training pairs, repeated and shuffled the same way on both sides (seeded), then measures wall
+# time and peak memory of: preprocess of SIZES pairs with --workers 2 and the same
+# --subword-sample SUBWORD_SAMPLE at every size (part `preprocess`; PREPROCESS_FLAGS adds
+# options); training start-up, one update of the tiny preset on the data dirs of TRAIN_SIZES
+# pairs (`train`); a greedy translation stream of TRANSLATE_LINES short lines with a model
+# trained on the largest of them (`translate`). Peak memory is the largest resident set of one
 # process (GNU time's %M, which covers the worker processes one by one). Appends to
-# bench-out/scale/results.tsv and prints a markdown table. Run it alone (about 30 minutes).
+# bench-out/scale/results.tsv and prints a markdown table. Run it alone (about 1.5 hours; the
+# 30M-pair corpus takes 3.6 GB of disk, its data dir 2.2 GB).
 #   make bench-scale
-#   SIZES=20000 TRANSLATE_LINES="2000 20000" bash benchmarks/scale.sh    # a quick check
-#   PARTS=translate bash benchmarks/scale.sh                             # one part again
+#   SIZES=20000 TRAIN_SIZES=20000 TRANSLATE_LINES="2000 20000" bash benchmarks/scale.sh  # quick
+#   PARTS=preprocess SIZES="300000 3000000 30000000" bash benchmarks/scale.sh   # one part again
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source benchmarks/data.sh
 OUT=${OUT:-bench-out/scale}
-SIZES=${SIZES:-"300000 3000000"}
+SIZES=${SIZES:-"300000 3000000 30000000"}
+TRAIN_SIZES=${TRAIN_SIZES:-"300000 3000000"}
 PARTS=${PARTS:-"preprocess train translate"}
 WORKERS=${WORKERS:-2}
+SUBWORD_SAMPLE=${SUBWORD_SAMPLE:-300000}
+PREPROCESS_FLAGS=${PREPROCESS_FLAGS:-}
 TRANSLATE_LINES=${TRANSLATE_LINES:-"100000 1000000"}
 SEED=${SEED:-1}
 mkdir -p "$OUT"
@@ -74,16 +80,22 @@ EOF
 data() {
   corpus "$1"
   # No validation split: train would validate when it stops, which is no part of its start-up.
+  # shellcheck disable=SC2086  # PREPROCESS_FLAGS: words
   measure "preprocess-$1" nmtkit preprocess -s en -t de --trainpref "$OUT/corpus-$1/train" \
-    --destdir "$OUT/data-$1" --vocab-size 8000 --workers "$WORKERS" --seed "$SEED" -q
+    --destdir "$OUT/data-$1" --vocab-size 8000 --workers "$WORKERS" --seed "$SEED" \
+    --subword-sample "$SUBWORD_SAMPLE" $PREPROCESS_FLAGS -q
 }
 
-largest=${SIZES##* }
-for size in $SIZES; do
-  if [[ " $PARTS " == *" preprocess "* ]]; then
+if [[ " $PARTS " == *" preprocess "* ]]; then
+  for size in $SIZES; do
     data "$size"
-    record preprocess "$size" "preprocess-$size" "--workers $WORKERS"
-  fi
+    record preprocess "$size" "preprocess-$size" \
+      "--workers $WORKERS --subword-sample $SUBWORD_SAMPLE${PREPROCESS_FLAGS:+ $PREPROCESS_FLAGS}"
+  done
+fi
+
+largest=${TRAIN_SIZES##* }
+for size in $TRAIN_SIZES; do
   if [[ " $PARTS " == *" train "* ]]; then
     [ -f "$OUT/data-$size/manifest.json" ] || data "$size"
     measure "train-$size" nmtkit train "$OUT/data-$size" -o "$OUT/model-start-$size" \

@@ -75,10 +75,13 @@ def load_contracts(root: Path = ROOT) -> list[dict[str, Any]]:
 
 
 def layers_contract(contracts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The one ``layers`` contract (the package's layering)."""
-    found = [c for c in contracts if c["type"] == "layers"]
+    """The one ``layers`` contract over the whole package (the package's layering); others
+    layer the inside of one subpackage."""
+    found = [c for c in contracts if c["type"] == "layers" and c.get("containers") == [PACKAGE]]
     if len(found) != 1:
-        raise ValueError(f"expected one layers contract in pyproject.toml, found {len(found)}")
+        raise ValueError(
+            f"expected one layers contract of {PACKAGE} in pyproject.toml, found {len(found)}"
+        )
     return found[0]
 
 
@@ -158,6 +161,9 @@ def _describe(contract: dict[str, Any]) -> str:
         text = f"{names('source_modules')} may not import {names('forbidden_modules')}, {how}"
     elif contract["type"] == "independence":
         text = f"{names('modules')} do not import each other"
+    elif contract["type"] == "layers":
+        order = " above ".join(f"`{layer}`" for layer in contract["layers"])
+        text = f"within {names('containers')}, imports point downward only: {order}"
     else:
         text = "see pyproject.toml"
     ignored = _ignored(contract)
@@ -252,16 +258,17 @@ align       sentence pairs ─Seq2Seq.force_decode─> attention ─merge_to_wor
 | `data/trainset.py`, `data/workers.py`, `data/dedup.py` | The training split in bounded memory: chunks prepared, cleaned and encoded in `--workers` spawned processes, in corpus order; SentencePiece learned from a seeded sample of pairs; duplicates found by 64-bit digests. |
 | `data/dataset.py` | `TokenDataset`: memory-mapped `.bin`/`.idx` reader; `write_dataset`, `write_chunks`. |
 | `data/batching.py` | `batch_by_tokens`, `epoch_batches`, `collate` → `Batch`. |
-| `registry.py` | contracts, exchanged values, `register`/`get`/`names`, plugin discovery. |
+| `registry.py`, `contracts.py`, `values.py` | `register`/`get`/`names` (`registry.py`, which re-exports the rest), the contracts, the values they exchange; plugin discovery in `plugins.py`. |
 | `models/` | `Seq2Seq` and the built-in encoders (`models/encoders/`), attention scorers (`models/attention/`) and decoder. |
-| `search/` | `GreedySearch`, `BeamSearch`, `SamplingSearch`; `decode.py`: `decode_sequences`, the one batched decoding loop over many sentences. |
-| `training/` | `train()`, `TrainingLoop`, validation, learning-rate schedules, `TrainingData`; `averaging.py`: `nmtkit average`. |
+| `search/` | `GreedySearch`, `BeamSearch`, `SamplingSearch`; `decode.py`: `decode_sequences`, the one batched decoding loop over many sentences; `length_policy.py`: `LengthPolicy`, the one rule for long input (translate, align, score-pairs, serve). |
+| `training/` | `train()`; `TrainingLoop` (`loop.py`) over one update (`update.py`), validation, the stopping rules (`stopping.py`), the model directory's rules (`model_dir.py`), the train state (`train_state.py`) and reporting; learning-rate schedules, `TrainingData`; `averaging.py`: `nmtkit average`. |
 | `checkpoint.py` | model directory, `save_checkpoint`, `load_model`. |
-| `translation/translator.py`, `translation/results.py`, `translation/splitting.py`, `translation/formats.py`, `translation/streaming.py` | `Translator` (streaming, chunked) and the `Translation` it returns; `--split-sentences` (sentencex sentences, joined back in the line's layout); the output writers; input chunks that end when a pipe pauses (`--flush-ms`). |
+| `translation/translator.py`, `translation/loading.py`, `translation/options.py`, `translation/results.py`, `translation/splitting.py`, `translation/formats.py`, `translation/streaming.py` | `Translator` (streaming, chunked), `open_translator` (models, ensemble, search overrides, shortlist) and the range checks of its options; the `Translation` it returns; `--split-sentences` (sentencex sentences, joined back in the line's layout); the output writers; input chunks that end when a pipe pauses (`--flush-ms`). |
 | `translation/forced.py`, `translation/nbest.py` | `ForcedScorer`: log p, search score and perplexity of given translations by teacher forcing (`nmtkit score-pairs`); Moses n-best rescoring. |
 | `serving/` | `nmtkit serve`: `Batcher` (dynamic batching on one worker thread, no HTTP), `TranslatorPool` (per-request search settings over the shared model), the FastAPI app and its JSON, the listening socket and the graceful uvicorn server. |
 | `scoring/metrics.py` | sacreBLEU scoring; `scoring/comparison.py`, `significance.py`, `length_buckets.py`: several systems, paired tests, BLEU by length. |
 | `alignment/` | attention → word alignments (`corpus.py`, `links.py`), symmetrization, Pharaoh I/O, AER (`gold.py`), heatmaps. |
+| `shortlist/` | the vocabulary shortlist, whole: IBM Model 1 (`ibm1.py`), the table and a batch's candidates (`table.py`), a search over the candidates alone (`restricted.py`), `nmtkit shortlist` and `translate --shortlist` (`builder.py`). |
 
 **Batches.** `batch_by_tokens` sorts sentences by (target, source) length, breaking ties at
 random, and cuts them greedily so that *sentences × (longest side + 1)* stays within
@@ -328,7 +335,8 @@ same `gru`.
 
 ## The registry and plugins
 
-`nmtkit/registry.py` is all a component author needs: four kinds (`encoder`, `attention`,
+`nmtkit/registry.py` is all a component author needs (it re-exports the contracts of
+`nmtkit/contracts.py` and the values of `nmtkit/values.py`): four kinds (`encoder`, `attention`,
 `decoder`, `search`), each with a contract (a base class) whose constructor takes the
 component's `Config` dataclass plus the sizes it depends on as keywords. The contracts, their
 shapes and masking rules, and a complete working plugin are in [plugins.md](plugins.md);
@@ -336,8 +344,9 @@ shapes and masking rules, and a complete working plugin are in [plugins.md](plug
 
 They exchange frozen values: `EncoderOutput` (annotations `[B,S,C]`, `pad_mask` `[B,S]` True at
 padding, summary), `DecoderState` (s_{i-1} `[B,D]`, annotations, the scorer's precomputed keys,
-`pad_mask`, the previous weights α_{i-1} and the coverage Σα; `advance(s_i, α_i)` steps it and
-`select(index)` re-indexes every tensor as beams are pruned), `Attended` (context `[B,C]`,
+`pad_mask`, the previous weights α_{i-1} and the coverage Σα; `advance(s_i, α_i)` steps it,
+`reorder(rows)` moves the per-hypothesis tensors to a beam's survivors, and `select(index)`
+keeps and repeats rows of every tensor as sentences start and finish), `Attended` (context `[B,C]`,
 weights `[B,S]`), `StepOutput` (log-probabilities `[B,V]`, new state, α_i `[B,S]`),
 `DecoderOutput` (readout `[B,T,M]`, weights `[B,T,S]`) and `Hypothesis` (tokens without
 BOS/EOS, score, log-probability, optional weights). A search strategy sees the model only
@@ -353,8 +362,8 @@ Third parties plug in two ways. An installed package declares modules in the ent
 `nmtkit.plugins`; discovery is lazy (on the first lookup of an unknown name or the first
 `names()` call every entry point is imported once, in name order) and a module that fails to
 import is a `PluginError` naming the entry point and its distribution; `NMTKIT_DISABLE_PLUGINS=1`
-skips it. A folder of modules loads with `--user-dir DIR` on every subcommand but `download`
-(`nmtkit/plugins.py`). Checkpoints record each component's name, options, module and
+skips it. A folder of modules loads with `--user-dir DIR` on every subcommand but `download`.
+Both live in `nmtkit/plugins.py`. Checkpoints record each component's name, options, module and
 distribution, so loading a model whose plugin is missing is a `CheckpointError` that names the
 package to install.
 
@@ -372,13 +381,15 @@ the same `LengthPolicy`. The output cap is ⌊a·|x| + b⌋ target pieces, at
 least 1, EOS excluded, where |x| is the number of source pieces, a = `max_len_a` and
 b = `max_len_b`; at the cap only EOS may follow. PAD and BOS are never generated.
 
-With `translate --shortlist`, `decode_sequences` searches each batch through a `Shortlist`
-(`nmtkit/search/shortlist.py`, built by `nmtkit/translation/shortlist.py` from IBM Model 1,
-`nmtkit/alignment/ibm1.py`): the batch's candidate target pieces V' (each source piece's
-`top_k`, the frequent pieces, the special ids, the prefix words) are numbered 0..V'−1, the
-search runs unchanged over a model whose `decode_step` projects onto those rows of the output
-layer alone (`Decoder.step(..., vocab=...)`), and the hypotheses' words are mapped back to ids;
-a sentence with a source piece the shortlist lacks is searched apart, over the whole vocabulary.
+With `translate --shortlist`, `decode_sequences` runs a `ShortlistSearch` around the strategy
+(`nmtkit/shortlist/`: the table in `table.py`, built by `builder.py` from IBM Model 1,
+`ibm1.py`; the search in `restricted.py`): the batch's candidate target pieces V' (each source
+piece's `top_k`, the frequent pieces, the special ids, the prefix words) are numbered 0..V'−1,
+their rows of the output layer are cut once per batch (`Seq2Seq.shortlist_rows`, none when the
+layer is int8) and handed to every step (`Decoder.shortlist_step`, which projects onto those
+rows alone; a decoder without it renormalizes its full step over V'), the search runs unchanged
+in the candidates' numbering, and the hypotheses' words are mapped back to ids; a sentence with
+a source piece the shortlist lacks is searched apart, over the whole vocabulary.
 
 With several models (`translate -m A -m B`, `align -m A -m B`), an `Ensemble`
 (`nmtkit/search/ensemble.py`) stands in for the model: it meets the `Translatable` protocol over
@@ -403,8 +414,9 @@ cp = β Σ_j log min(Σ_i α_ij, 1) over the real source positions. For every st
 1. The K live hypotheses of each sentence (at the start only one) are extended by every word;
    the 2K best continuations by total log-probability are kept (`_expand`).
 2. Those among the first K that end in EOS are finished and scored (`_Finished.add`).
-3. The K best continuations that do not end in EOS live on, and the decoder state is re-indexed
-   to them with `DecoderState.select` (`_prune`).
+3. The K best continuations that do not end in EOS live on (`_prune`), and the decoder state's
+   per-hypothesis tensors move to them with `DecoderState.reorder`; a sentence that is done
+   leaves every tensor through `DecoderState.select`.
 4. With early stopping (the default, as in fairseq) a sentence with K finished hypotheses is
    done; with `--no-early-stop` it goes on while a live hypothesis could still beat the K-th
    best finished one. A done sentence is dropped from every tensor of the batch, so long
@@ -417,7 +429,7 @@ and that a sentence translates the same alone or in a batch).
 ## Training, determinism and resume
 
 `train()` (`nmtkit/training/trainer.py`) loads the data dir, builds the model, and runs
-`TrainingLoop`. One update: collate a batch, set the learning rate from the schedule, compute
+`TrainingLoop` (`loop.py`). One update: collate a batch, set the learning rate from the schedule, compute
 the loss, back-propagate, clip the gradient norm, step. Every `validate_every` updates it
 computes the validation loss and the BLEU of greedy translations (`nmtkit/training/validation.py`:
 `decode_sequences`, then sacreBLEU, detokenized, against `valid.raw.TGT`), writes `last.pt`,
@@ -460,7 +472,7 @@ count validations without improvement.
 
 `nmtkit.scoring.metrics.score` passes detokenized hypotheses and reference streams to
 sacrebleu's `BLEU`, `CHRF` and `TER` with the options of the `sacrebleu` command, and returns
-each score with its signature. `nmtkit.alignment.corpus.align_corpus` encodes both sides, runs
+each score with its signature. `nmtkit.alignment.attention_links.align_corpus` encodes both sides, runs
 `Seq2Seq.force_decode` (teacher forcing of the given target) to get α `[B, T, S]`, and
 `piece_weights_to_words` (`nmtkit/alignment/links.py`) drops the EOS row and column,
 renormalizes the rows, and merges pieces into words (`merge_to_words`: sum over a source word's

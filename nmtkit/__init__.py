@@ -18,12 +18,12 @@ _API = {
     "train": "nmtkit.training.trainer",
     "load_config": "nmtkit.config",
     "Translator": "nmtkit.translation.translator",
-    "open_translator": "nmtkit.translation.translator",
+    "open_translator": "nmtkit.translation.loading",
     "load_model": "nmtkit.checkpoint",
     "score": "nmtkit.scoring.metrics",
     "score_files": "nmtkit.scoring.metrics",
-    "align_corpus": "nmtkit.alignment.corpus",
-    "align_files": "nmtkit.alignment.corpus",
+    "align_corpus": "nmtkit.alignment.attention_links",
+    "align_files": "nmtkit.alignment.file_alignment",
 }
 
 __all__ = ["__version__", *_API]

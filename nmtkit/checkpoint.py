@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from nmtkit import __version__, registry
-from nmtkit.config import Config, components, config_from_dict
+from nmtkit.config import Config, ModelConfig, components, config_from_dict
 from nmtkit.data.text import PAD_ID, TextPipeline, TextSettings
 from nmtkit.errors import CheckpointError, ConfigError, NmtkitError, PluginError
 from nmtkit.files import atomic_write
@@ -44,6 +44,11 @@ METRICS = "metrics.jsonl"
 LOG = "train.log"
 SHORTLIST = "shortlist.npz"  # the vocabulary shortlist of ``translate --shortlist``
 KEPT_NAME = re.compile(r"checkpoint_(\d+)\.pt")  # checkpoint_<update>.pt (train.keep_last)
+# Parameters renamed since checkpoints were first written, by decoder: old prefix -> new. Every
+# model state read from a file goes through :func:`renamed_parameters`, so old files still load.
+RENAMED_PARAMETERS: dict[str, dict[str, str]] = {
+    "gru": {"decoder.readout_state.": "decoder.readout_hidden."},  # U_o
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -250,7 +255,26 @@ def load_train_state(path: Path) -> dict[str, Any]:
     state = _load(path)
     if not isinstance(state.get("run"), dict):
         raise CheckpointError("not a train state (nmtkit train writes one)", where=str(path))
+    if isinstance(state.get("model"), dict) and isinstance(state.get("config"), dict):
+        state["model"] = renamed_parameters(state["model"], config=state["config"])
     return state
+
+
+def renamed_parameters(weights: dict[str, Any], *, config: dict[str, Any]) -> dict[str, Any]:
+    """A saved model state with its parameters under today's names (:data:`RENAMED_PARAMETERS`
+    for the decoder that ``config``, the saved config as a dict, names); in order."""
+    decoder = config.get("model", {}).get("decoder", {})
+    name = decoder.get("name", ModelConfig().decoder.name) if isinstance(decoder, dict) else ""
+    renames = RENAMED_PARAMETERS.get(name)
+    if not renames:
+        return weights
+    renamed = {}
+    for name, tensor in weights.items():
+        for old, new in renames.items():
+            if name.startswith(old):
+                name = new + name[len(old) :]
+        renamed[name] = tensor
+    return renamed
 
 
 def load_latest_train_state(model_dir: Path) -> tuple[dict[str, Any], Path]:
@@ -317,17 +341,36 @@ def resolve_checkpoint(path: str | Path) -> Path:
     return path
 
 
-def _load(path: Path) -> dict[str, Any]:
+def save_checked(path: str | Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` (tensors and builtin containers) atomically with its SHA-256, as the
+    model directory's files are written; :func:`load_checked` reads it back.
+
+    Raises:
+        DataError: ``path`` cannot be written (naming it and the reason, e.g. a full disk).
+    """
+    _save(Path(path), payload)
+
+
+def load_checked(path: str | Path, *, what: str = "nmtkit checkpoint") -> dict[str, Any]:
+    """Read a file written by :func:`save_checked` and check its checksum.
+
+    Raises:
+        CheckpointError: not a ``what``, or a damaged one.
+    """
+    return _load(Path(path), what=what)
+
+
+def _load(path: Path, *, what: str = "nmtkit checkpoint") -> dict[str, Any]:
     """Read a file written by :func:`_save` and check its checksum (a file written before
     nmtkit stored one loads unchecked)."""
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a file that is not a checkpoint
         raise CheckpointError(
-            f"not an nmtkit checkpoint, or a damaged one ({type(exc).__name__})", where=str(path)
+            f"not an {what}, or a damaged one ({type(exc).__name__})", where=str(path)
         ) from None
     if not isinstance(payload, dict):
-        raise CheckpointError("not an nmtkit checkpoint", where=str(path))
+        raise CheckpointError(f"not an {what}", where=str(path))
     recorded = payload.pop(DIGEST, None)
     if recorded is None:
         log.debug("%s: no checksum (written by an older nmtkit), loaded unchecked", path)
@@ -376,7 +419,7 @@ def load_model(path: str | Path, *, device: str | torch.device = "cpu") -> Loade
         tgt_vocab_size=tgt_text.vocab_size,
         pad_id=PAD_ID,
     )
-    model.load_state_dict(payload["model"])
+    model.load_state_dict(renamed_parameters(payload["model"], config=payload["config"]))
     model.to(device).eval()
     return LoadedModel(
         model=model,

@@ -15,7 +15,7 @@ import socket
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Literal, cast, overload
 
 from nmtkit.errors import DataError
 
@@ -133,6 +133,100 @@ def decode_lines(
         raise DataError(f"cannot read: {exc}", where=name) from None
 
 
+def display_name(path: str | Path) -> str:
+    """``path`` as errors name it: ``<stdin>`` for '-'."""
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def check_line_counts(
+    first: str | Path,
+    num_first: int,
+    second: str | Path,
+    num_second: int,
+    *,
+    where: str | None = None,
+    hint: str | None = None,
+) -> None:
+    """Require two line-parallel files (or streams named ``first`` and ``second``) to have as
+    many lines.
+
+    Raises:
+        DataError: "``first`` has N lines but ``second`` has M", naming both and their counts.
+    """
+    if num_first != num_second:
+        raise DataError(
+            f"{display_name(first)} has {num_first} lines but {display_name(second)} has "
+            f"{num_second}",
+            where=where,
+            hint=hint,
+        )
+
+
+@overload
+def read_pairs(
+    src_path: str | Path,
+    tgt_path: str | Path,
+    *,
+    skip_invalid: Literal[False] = False,
+    invalid_hint: str | None = None,
+) -> Iterator[tuple[str, str]]: ...
+
+
+@overload
+def read_pairs(
+    src_path: str | Path,
+    tgt_path: str | Path,
+    *,
+    skip_invalid: bool,
+    invalid_hint: str | None = None,
+) -> Iterator[tuple[str | None, str | None]]: ...
+
+
+def read_pairs(
+    src_path: str | Path,
+    tgt_path: str | Path,
+    *,
+    skip_invalid: bool = False,
+    invalid_hint: str | None = None,
+) -> Iterator[tuple[str | None, str | None]]:
+    """Stream the line pairs of two line-parallel files (:func:`read_lines` each, '-' for
+    stdin on one side at most).
+
+    Args:
+        skip_invalid, invalid_hint: as for :func:`read_lines` (a side that is not UTF-8 is None).
+
+    Raises:
+        DataError: a file is missing or unreadable, a line is not UTF-8 (naming file and line),
+            or one file ends before the other (naming both files and their line counts, checked
+            when the shorter one ends).
+    """
+    src_lines = read_lines(src_path, skip_invalid=skip_invalid, invalid_hint=invalid_hint)
+    tgt_lines = read_lines(tgt_path, skip_invalid=skip_invalid, invalid_hint=invalid_hint)
+    end = object()
+    num_read = 0
+    for src in src_lines:
+        tgt = next(tgt_lines, end)
+        if tgt is end:
+            num_src = _total_lines(src_path, num_read + 1, src_lines)
+            check_line_counts(src_path, num_src, tgt_path, num_read, hint=_PARALLEL_HINT)
+        num_read += 1
+        yield src, cast("str | None", tgt)
+    if next(tgt_lines, end) is not end:
+        num_tgt = _total_lines(tgt_path, num_read + 1, tgt_lines)
+        check_line_counts(src_path, num_read, tgt_path, num_tgt, hint=_PARALLEL_HINT)
+
+
+_PARALLEL_HINT = "line-parallel files hold one sentence a line, line N of each the same pair"
+
+
+def _total_lines(path: str | Path, num_read: int, rest: Iterator[str | None]) -> int:
+    """All the lines of ``path``, of which ``num_read`` were read and ``rest`` yields the
+    others: counted in bytes for a file, read through for stdin (which cannot be read again)."""
+    if str(path) == "-":
+        return num_read + sum(1 for _ in rest)
+    return count_lines(path)
+
+
 def count_lines(path: str | Path) -> int:
     """Count the lines of a (possibly gzipped) file, a last line without '\\n' included."""
     count = 0
@@ -197,6 +291,22 @@ def atomic_write(
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def open_output(path: str | Path) -> Iterator[IO[str]]:
+    """Open ``path`` for writing text: stdout for '-' (flushed at the end), else the file,
+    written atomically (:func:`atomic_write`).
+
+    Raises:
+        DataError: ``path`` cannot be written (naming it and the reason, e.g. a full disk).
+    """
+    if str(path) == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with atomic_write(path) as stream:
+        yield stream
 
 
 def remove_stale_temporaries(folder: str | Path, names: Iterable[str]) -> list[Path]:

@@ -1,15 +1,17 @@
-"""Third-party components: a local folder of modules imported with ``--user-dir``.
-
-Installed packages plug in through the ``nmtkit.plugins`` entry-point group instead
-(:func:`nmtkit.registry.discover_plugins`). Either way a plugin module only has to import and
+"""Third-party components: installed packages found through the ``nmtkit.plugins`` entry-point
+group (:func:`discover_plugins`, which the registry runs on demand), and a local folder of
+modules imported with ``--user-dir``. Either way a plugin module only has to import and
 decorate its classes with :func:`nmtkit.registry.register`.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.metadata
 import importlib.util
 import logging
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -18,7 +20,47 @@ from nmtkit.errors import PluginError
 
 log = logging.getLogger(__name__)
 
+PLUGIN_GROUP = "nmtkit.plugins"
+
 _loaded: dict[Path, list[ModuleType]] = {}
+_discovered = False
+
+
+def discover_plugins() -> None:
+    """Import every module named in the ``nmtkit.plugins`` entry-point group, once.
+
+    ``NMTKIT_DISABLE_PLUGINS=1`` skips discovery.
+
+    Raises:
+        PluginError: a plugin module fails to import (naming the entry point and distribution).
+    """
+    global _discovered
+    if _discovered or os.environ.get("NMTKIT_DISABLE_PLUGINS") == "1":
+        return
+    _discovered = True
+    for entry in sorted(importlib.metadata.entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        dist = entry.dist.name if entry.dist else "unknown distribution"
+        try:
+            entry.load()
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {entry.name!r} from {dist} failed to load: {exc}", where=entry.value
+            ) from exc
+        log.debug("loaded plugin %s from %s", entry.name, dist)
+
+
+def distribution_of(module: str) -> str:
+    """The installed distribution that provides ``module`` (its top-level package); "" when
+    none does (a ``--user-dir`` module, or a source checkout)."""
+    dists = _distributions().get(module.split(".")[0], [])
+    return dists[0] if dists else ""
+
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    return dict(importlib.metadata.packages_distributions())
 
 
 def load_user_dir(folder: str | Path) -> list[ModuleType]:

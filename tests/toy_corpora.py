@@ -1,4 +1,5 @@
-"""Generated toy corpora (copy, reverse) that prove learning in seconds, and their preprocessing."""
+"""Generated toy corpora (reverse the sequence, or each sentence of a line) that prove learning in
+seconds, and their preprocessing."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def reverse_pairs(
 
 def write_pairs(prefix: Path, pairs: list[tuple[str, str]]) -> None:
     """Write ``prefix.src`` and ``prefix.tgt``."""
-    prefix.with_name(prefix.name + ".src").write_text("".join(s + "\n" for s, _ in pairs))
-    prefix.with_name(prefix.name + ".tgt").write_text("".join(t + "\n" for _, t in pairs))
+    prefix.with_name(prefix.name + ".src").write_text("".join(s + "\n" for s, _ in pairs), "utf-8")
+    prefix.with_name(prefix.name + ".tgt").write_text("".join(t + "\n" for _, t in pairs), "utf-8")
 
 
 def toy_config(

@@ -1,3 +1,4 @@
-"""Word alignments: attention gathered to words and turned into links (``corpus``), link
-extraction and symmetrization, Pharaoh I/O, scoring against gold links (AER), heatmaps; and
-IBM Model 1's lexical translation probabilities (``ibm1``), behind the vocabulary shortlist."""
+"""Word alignments: attention gathered to words and turned into links (``attention_links``;
+over files, ``file_alignment``), link extraction and symmetrization, Pharaoh I/O, scoring
+against gold links (AER), heatmaps. (IBM Model 1, behind the vocabulary shortlist, lives with it
+in :mod:`nmtkit.shortlist`.)"""

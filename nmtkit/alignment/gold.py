@@ -15,6 +15,7 @@ from rich.table import Table
 from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import GoldLinks, read_pharaoh
 from nmtkit.errors import DataError
+from nmtkit.files import display_name
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -125,7 +126,7 @@ def score_alignment_file(path: str | Path, gold: GoldFile) -> AlignmentScores:
     Raises:
         DataError: a file is unreadable or malformed, or their line counts differ.
     """
-    name = "<stdin>" if str(path) == "-" else str(path)
+    name = display_name(path)
     predicted = (possible for _, possible in read_pharaoh(path))
     return alignment_error_rate(
         predicted, gold.read(), predicted_name=name, gold_name=str(gold.path)

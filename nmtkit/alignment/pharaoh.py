@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nmtkit.alignment.links import Link
 from nmtkit.errors import DataError
-from nmtkit.files import read_lines
+from nmtkit.files import display_name, read_lines
 
 GoldLinks = tuple[set[Link], set[Link]]
 """One sentence pair's gold: (sure S, possible P), with S a subset of P."""
@@ -69,7 +69,7 @@ def read_pharaoh(
     Raises:
         DataError: the file is unreadable or a line is malformed (naming file and line).
     """
-    name = "<stdin>" if str(path) == "-" else str(path)
+    name = display_name(path)
     return [
         parse_pharaoh(line or "", where=f"{name}:{i}", one_indexed=one_indexed, reverse=reverse)
         for i, line in enumerate(read_lines(path), start=1)

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from nmtkit.alignment.links import Link, pick
 from nmtkit.alignment.pharaoh import format_pharaoh, read_pharaoh
-from nmtkit.errors import DataError
-from nmtkit.files import atomic_write
+from nmtkit.files import atomic_write, check_line_counts
 
 Symmetrizer = Callable[[Iterable[Link], Iterable[Link]], list[Link]]
 """Links from src->tgt links and tgt->src links, both written (i, j) = (src word, tgt word)."""
@@ -150,10 +149,7 @@ def symmetrize_files(
     combine = symmetrizer(method)
     forward = [links for _, links in read_pharaoh(src_tgt_path)]
     backward = [links for _, links in read_pharaoh(tgt_src_path)]
-    if len(forward) != len(backward):
-        raise DataError(
-            f"{src_tgt_path} has {len(forward)} lines but {tgt_src_path} has {len(backward)}"
-        )
+    check_line_counts(src_tgt_path, len(forward), tgt_src_path, len(backward))
     with atomic_write(output) as stream:
         for fwd, bwd in zip(forward, backward, strict=True):
             stream.write(format_pharaoh(combine(fwd, bwd)) + "\n")

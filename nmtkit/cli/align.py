@@ -8,6 +8,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from nmtkit.cli.app import (
+    LENGTHS,
     PRECISION_HELP,
     Device,
     PairBatchSize,
@@ -19,12 +20,16 @@ from nmtkit.cli.app import (
     setup,
     user_errors,
 )
+from nmtkit.cli.defaults import default, default_tag
 from nmtkit.console import console
 from nmtkit.errors import ConfigError
 
 _METHODS = "argmax, threshold; with --reverse-model: intersection, union, grow-diag, "
 _METHODS += "grow-diag-final, grow-diag-final-and"
 _LEARNED_METHODS = "soft, forward, reverse and the bidirectional ones"
+EXTRACT = "alignment/neural/extract.py"
+LEARN = "alignment/neural/learner.py:LearnConfig"
+ALIGNER = "alignment/neural/model.py:AlignerConfig"
 
 T = TypeVar("T")
 
@@ -53,7 +58,7 @@ def align(
         str | None,
         typer.Option(
             help=f"How links are made: {_METHODS}; --learn/--aligner: {_LEARNED_METHODS} "
-            "\\[default: argmax; soft with --learn/--aligner]."
+            f"\\[default: argmax; {default(EXTRACT, 'DEFAULT_METHOD')} with --learn/--aligner]."
         ),
     ] = None,
     threshold: Annotated[
@@ -62,7 +67,7 @@ def align(
             help="Least attention weight of a link (--method threshold), or least mean posterior "
             "of the two directions (--method soft)."
         ),
-    ] = 0.5,
+    ] = default(EXTRACT, "DEFAULT_THRESHOLD"),
     learn: Annotated[
         bool,
         typer.Option(
@@ -98,7 +103,7 @@ def align(
     ] = None,
     epochs: Annotated[
         int, typer.Option(min=1, help="Training epochs.", rich_help_panel="Learning to align")
-    ] = 5,
+    ] = default(LEARN, "epochs"),
     time_budget: Annotated[
         float | None,
         typer.Option(
@@ -112,7 +117,7 @@ def align(
             help="Copies of the text to align in the training text (weighs it against extra).",
             rich_help_panel="Learning to align",
         ),
-    ] = 10,
+    ] = default(LEARN, "repeat"),
     agreement: Annotated[
         float,
         typer.Option(
@@ -120,7 +125,7 @@ def align(
             help="Weight of training both directions toward their agreed links (0: apart).",
             rich_help_panel="Learning to align",
         ),
-    ] = 0.0,
+    ] = default(LEARN, "agreement"),
     members: Annotated[
         int,
         typer.Option(
@@ -129,28 +134,28 @@ def align(
             "averaged (the time budget is shared).",
             rich_help_panel="Learning to align",
         ),
-    ] = 4,
+    ] = default(LEARN, "members"),
     distortion: Annotated[
         str,
         typer.Option(
             help="hmm (jumps between source positions) or attention (plain soft attention).",
             rich_help_panel="Learning to align",
         ),
-    ] = "hmm",
+    ] = default(ALIGNER, "distortion"),
     char_ngrams: Annotated[
         bool,
         typer.Option(
             help="Let the lexicon see words' spelling (cognates, names).",
             rich_help_panel="Learning to align",
         ),
-    ] = False,
+    ] = default(ALIGNER, "char_ngrams"),
     spelling: Annotated[
         bool,
         typer.Option(
             help="Let the lexicon score how alike words are spelled (Dice of character trigrams).",
             rich_help_panel="Learning to align",
         ),
-    ] = True,
+    ] = default(ALIGNER, "spelling"),
     keep_case: Annotated[
         bool,
         typer.Option(
@@ -161,7 +166,7 @@ def align(
     ] = False,
     seed: Annotated[
         int, typer.Option(help="Random seed of learning.", rich_help_panel="Learning to align")
-    ] = 1,
+    ] = default(LEARN, "seed"),
     reverse_model: Annotated[
         Path | None,
         typer.Option(help="Target->source model, for the bidirectional methods."),
@@ -210,7 +215,8 @@ def align(
         int | None,
         typer.Option(
             help="Most pieces read of each side of a pair; a longer side is cut to it, with a "
-            "warning naming the pair; 0: no cap \\[default: 0, whole pairs]."
+            "warning naming the pair; 0: no cap "
+            f"{default_tag(LENGTHS, 'max_source_len', note=', whole pairs')}."
         ),
     ] = None,
     device: Device = "cpu",
@@ -221,7 +227,7 @@ def align(
 ) -> None:
     """Word alignments from attention (Pharaoh i-j lines, soft matrices, heatmaps) and their AER;
     with --learn, learn to align a corpus and align it."""
-    from nmtkit.alignment.corpus import AlignOutput, align_files
+    from nmtkit.alignment.file_alignment import AlignOutput, align_files
     from nmtkit.alignment.gold import (
         AlignmentScores,
         GoldFile,
@@ -275,7 +281,7 @@ def align(
             raise ConfigError("--evaluate needs --gold, the file to score against")
         scores = score_alignment_file(evaluate, golden)
     else:
-        from nmtkit.search.decode import LengthPolicy  # imports torch: not for --evaluate
+        from nmtkit.search.length_policy import LengthPolicy  # imports torch: not for --evaluate
 
         lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
         scores = align_files(

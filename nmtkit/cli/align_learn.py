@@ -38,8 +38,9 @@ def learned_alignment(
     """Learn an aligner pair on the files (or load one) and write the links; the gold scores."""
     import torch
 
-    from nmtkit.alignment.neural.corpus import Extraction, learn_and_align
-    from nmtkit.alignment.neural.learner import AlignerEnsemble, LearnConfig
+    from nmtkit.alignment.neural.aligners import AlignerEnsemble
+    from nmtkit.alignment.neural.learned_alignment import Extraction, learn_and_align
+    from nmtkit.alignment.neural.learner import LearnConfig
     from nmtkit.alignment.neural.model import AlignerConfig
 
     if len(extra_source) != len(extra_target):

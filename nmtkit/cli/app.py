@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from nmtkit import __version__
+from nmtkit.cli.defaults import default_tag
 from nmtkit.console import console, setup_logging
 from nmtkit.errors import Interrupted, NmtkitError
 
@@ -32,7 +33,11 @@ app = typer.Typer(
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# Help text is rich markup, where "[default: ...]" would be a tag: write "\\[default: ...]".
+# Help text is rich markup, where "[default: ...]" would be a tag: write "\\[default: ...]", and
+# take the value from the library (nmtkit.cli.defaults), never by hand.
+SEARCH = "config.py:SearchConfig"
+MODEL = "the model's"  # whose setting wins over the shown default
+LENGTHS = "search/length_policy.py:LengthPolicy"
 
 Verbose = Annotated[
     int, typer.Option("--verbose", "-v", count=True, help="More log detail (-v: debug).")
@@ -59,7 +64,8 @@ PRECISION_HELP = (
     "bf16 (docs/speed.md)."
 )
 Precision = Annotated[
-    str | None, typer.Option(help=f"{PRECISION_HELP} \\[default: the model's, auto].")
+    str | None,
+    typer.Option(help=f"{PRECISION_HELP} {default_tag(SEARCH, 'precision', of=MODEL)}."),
 ]
 Output = Annotated[str, typer.Option("--output", help="Output file ('-' for stdout).")]
 # --batch-size of the commands that read sentence pairs (align, score-pairs).
@@ -77,21 +83,22 @@ UserDirs = Annotated[
 # ``batch_size: Annotated[int | None, model_batch_size_option("search batch")] = None``.
 def model_batch_size_option(batch: str = "batch") -> Any:
     """--batch-size of a command whose default is the model's: most sentences per ``batch``."""
-    return typer.Option(help=f"Most sentences per {batch} \\[default: the model's, 128].")
+    tag = default_tag(SEARCH, "batch_size", of=MODEL)
+    return typer.Option(help=f"Most sentences per {batch} {tag}.")
 
 
 def pair_max_tokens_option(verb: str) -> Any:
     """--max-tokens of a command that reads sentence pairs, which it ``verb`` (aligned, scored)."""
     return typer.Option(
         help="Most padded pieces per batch, pairs x (longest side + 1); a longer pair is "
-        f"{verb} alone \\[default: 8192]."
+        f"{verb} alone {default_tag(LENGTHS, 'max_tokens')}."
     )
 
 
-def output_cap_option(term: str, *, value: str = "") -> Any:
-    """--max-len-a or --max-len-b (``term`` a or b), whose default is the model's (``value``)."""
-    default = f"the model's, {value}" if value else "the model's"
-    return typer.Option(help=f"Output cap a*|source|+b: {term} \\[default: {default}].")
+def output_cap_option(term: str) -> Any:
+    """--max-len-a or --max-len-b (``term`` a or b), whose default is the model's."""
+    tag = default_tag(SEARCH, f"max_len_{term}", of=MODEL)
+    return typer.Option(help=f"Output cap a*|source|+b: {term} {tag}.")
 
 
 def user_errors(command: F) -> F:

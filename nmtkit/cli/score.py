@@ -8,8 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from nmtkit.cli.app import Quiet, UserDirs, app, setup, user_errors
+from nmtkit.cli.defaults import default, default_tag
 from nmtkit.console import console
 from nmtkit.errors import ConfigError
+
+SIGNIFICANCE = "scoring/significance.py"
+_NUM_SAMPLES = default(SIGNIFICANCE, "DEFAULT_NUM_SAMPLES")
+_SEED = default(SIGNIFICANCE, "DEFAULT_SEED")
 
 if TYPE_CHECKING:
     from nmtkit.scoring.comparison import LengthOptions
@@ -74,7 +79,9 @@ BucketBy = Annotated[
 Buckets = Annotated[
     str | None,
     typer.Option(
-        "--buckets", help="Bucket edges in words: [0,10), ..., [50,inf) \\[default: 0,10,...,50]."
+        "--buckets",
+        help="Bucket edges in words: [0,10), ..., [50,inf) "
+        f"{default_tag('scoring/length_buckets.py', 'DEFAULT_EDGES')}.",
     ),
 ]
 Plot = Annotated[
@@ -102,9 +109,9 @@ def score(
     ] = None,
     paired_bs: PairedBs = False,
     paired_ar: PairedAr = False,
-    paired_bs_n: PairedBsN = 1000,
-    paired_ar_n: PairedArN = 10000,
-    seed: Seed = 12345,
+    paired_bs_n: PairedBsN = _NUM_SAMPLES["bs"],
+    paired_ar_n: PairedArN = _NUM_SAMPLES["ar"],
+    seed: Seed = _SEED,
     by_length: ByLength = False,
     source: Source = None,
     bucket_by: BucketBy = None,

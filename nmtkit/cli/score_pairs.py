@@ -87,7 +87,7 @@ def score_pairs(
     n-best list, re-sorting each sentence's hypotheses by the model's score.
     """
     from nmtkit.files import check_writable
-    from nmtkit.search.decode import LengthPolicy
+    from nmtkit.search.length_policy import LengthPolicy
     from nmtkit.search.overrides import SearchOverrides
     from nmtkit.translation.forced import check_format, check_pairs, open_scorer, score_files
     from nmtkit.translation.nbest import check_feature_name, check_nbest, rescore_nbest

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli.app import (
+    LENGTHS,
     Device,
     ModelsOpt,
     Precision,
@@ -21,6 +22,9 @@ from nmtkit.cli.app import (
     setup,
     user_errors,
 )
+from nmtkit.cli.defaults import default_tag
+
+LIMITS = "serving/limits.py:ServeLimits"
 
 
 @app.command()
@@ -32,48 +36,59 @@ def serve(
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port; 0 for any free one (logged).")] = 8080,
     max_sentences: Annotated[
-        int | None, typer.Option(help="Most sentences per request (more: 413) \\[default: 64].")
+        int | None,
+        typer.Option(
+            help=f"Most sentences per request (more: 413) {default_tag(LIMITS, 'max_sentences')}."
+        ),
     ] = None,
     max_chars: Annotated[
         int | None,
-        typer.Option(help="Most characters per sentence (more: 413) \\[default: 2000]."),
+        typer.Option(
+            help=f"Most characters per sentence (more: 413) {default_tag(LIMITS, 'max_chars')}."
+        ),
     ] = None,
     max_queue: Annotated[
         int | None,
         typer.Option(
             help="Most sentences accepted and not yet answered; a request over it gets 429 "
-            "\\[default: 1024]."
+            f"{default_tag(LIMITS, 'max_queue')}."
         ),
     ] = None,
     max_beam: Annotated[
         int | None,
         typer.Option(
             help="Most hypotheses per sentence a request may ask for, beam size or samples "
-            "(more: 422) \\[default: 16]."
+            f"(more: 422) {default_tag(LIMITS, 'max_beam')}."
         ),
     ] = None,
     batch_wait_ms: Annotated[
         float | None,
         typer.Option(
             help="How long the oldest waiting request waits for others to share its batch "
-            "\\[default: 5]."
+            f"{default_tag(LIMITS, 'batch_wait_ms')}."
         ),
     ] = None,
     max_batch_sentences: Annotated[
         int | None,
-        typer.Option(help="Most sentences decoded as one batch \\[default: 64]."),
+        typer.Option(
+            help="Most sentences decoded as one batch "
+            f"{default_tag(LIMITS, 'max_batch_sentences')}."
+        ),
     ] = None,
     batch_size: Annotated[int | None, model_batch_size_option("search batch")] = None,
     max_tokens: Annotated[
         int | None,
         typer.Option(
             help="Most padded source pieces per search batch; a longer sentence is searched "
-            "alone \\[default: 8192]."
+            f"alone {default_tag(LENGTHS, 'max_tokens')}."
         ),
     ] = None,
     max_source_len: Annotated[
         int | None,
-        typer.Option(help="Most source pieces read of a sentence; 0: no cap \\[default: 0]."),
+        typer.Option(
+            help="Most source pieces read of a sentence; 0: no cap "
+            f"{default_tag(LENGTHS, 'max_source_len')}."
+        ),
     ] = None,
     max_len_a: Annotated[float | None, output_cap_option("a")] = None,
     max_len_b: Annotated[int | None, output_cap_option("b")] = None,
@@ -89,10 +104,10 @@ def serve(
     user_dir: UserDirs = None,
 ) -> None:
     """Serve translations over HTTP: POST /translate, GET /health, GET /model (docs at /docs)."""
-    from nmtkit.search.decode import LengthPolicy
+    from nmtkit.search.length_policy import LengthPolicy
     from nmtkit.serving.limits import ServeLimits
     from nmtkit.serving.listener import check_installed, listen
-    from nmtkit.translation.translator import open_translator
+    from nmtkit.translation.loading import open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
     _log_server_through_nmtkit(verbose=verbose)

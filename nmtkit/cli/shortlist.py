@@ -34,7 +34,7 @@ def shortlist(
     quiet: Quiet = False,
 ) -> None:
     """Build a model's vocabulary shortlist from its data dir, for translate --shortlist."""
-    from nmtkit.translation.shortlist import build_shortlist
+    from nmtkit.shortlist.builder import build_shortlist
 
     setup(verbose=verbose, quiet=quiet)
     summary = build_shortlist(

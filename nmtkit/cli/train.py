@@ -8,7 +8,11 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli.app import Quiet, Threads, UserDirs, Verbose, app, setup, user_errors
+from nmtkit.cli.defaults import default_tag
 from nmtkit.console import console
+
+TRAIN = "config.py:TrainConfig"
+CONFIGS = "the config's"
 
 
 @app.command()
@@ -45,7 +49,8 @@ def train(
         typer.Option(help="Stop after this many minutes of training, keeping the best checkpoint."),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(help="Random seed \\[default: the config's, 1].")
+        int | None,
+        typer.Option(help=f"Random seed {default_tag(TRAIN, 'seed', of=CONFIGS)}."),
     ] = None,
     resume: Annotated[
         bool,
@@ -63,7 +68,7 @@ def train(
         str | None,
         typer.Option(
             help="Torch device: cpu, cuda or cuda:N (under torchrun, cuda is cuda:LOCAL_RANK) "
-            "\\[default: the config's, cpu]."
+            f"{default_tag(TRAIN, 'device', of=CONFIGS)}."
         ),
     ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved config and exit.")] = False,

@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from nmtkit.cli.app import (
+    LENGTHS,
+    MODEL,
     Device,
     ModelsOpt,
     Output,
@@ -21,6 +23,11 @@ from nmtkit.cli.app import (
     setup,
     user_errors,
 )
+from nmtkit.cli.defaults import default, default_tag
+
+BEAM = "search/beam.py:BeamSearch.Config"
+SAMPLING = "search/sampling.py:SamplingSearch.Config"
+_EARLY_STOP = "--early-stop" if default(BEAM, "early_stopping") else "--no-early-stop"
 
 
 @app.command()
@@ -35,7 +42,7 @@ def translate(
         int | None,
         typer.Option(
             help="Beam size; 1 (with no other beam option) or --greedy for greedy search "
-            "\\[default: the model's, 5]."
+            f"{default_tag(BEAM, 'beam_size', of=MODEL)}."
         ),
     ] = None,
     greedy: Annotated[bool, typer.Option(help="Greedy search instead of beam search.")] = False,
@@ -43,14 +50,15 @@ def translate(
         float | None,
         typer.Option(
             help="Beam: alpha of GNMT's length penalty, log p / ((5+|y|)/6)^alpha; 0: raw log p "
-            "\\[default: the model's, 1.0]."
+            f"{default_tag(BEAM, 'length_penalty', of=MODEL)}."
         ),
     ] = None,
     coverage_penalty: Annotated[
         float | None,
         typer.Option(
             help="Beam: beta of GNMT's coverage penalty, beta * sum_j log(min(attention paid "
-            "to source word j, 1)); 0: off \\[default: the model's, 0.0]."
+            "to source word j, 1)); 0: off "
+            f"{default_tag(BEAM, 'coverage_penalty', of=MODEL)}."
         ),
     ] = None,
     early_stop: Annotated[
@@ -58,7 +66,7 @@ def translate(
         typer.Option(
             "--early-stop/--no-early-stop",
             help="Beam: stop a sentence at beam-size finished hypotheses, or go on while a "
-            "live one could still beat them \\[default: the model's, --early-stop].",
+            f"live one could still beat them \\[default: the model's, {_EARLY_STOP}].",
         ),
     ] = None,
     sampling: Annotated[
@@ -67,24 +75,30 @@ def translate(
     ] = False,
     temperature: Annotated[
         float | None,
-        typer.Option(help="Sampling: divide log p by this; below 1 sharpens \\[default: 1.0]."),
+        typer.Option(
+            help="Sampling: divide log p by this; below 1 sharpens "
+            f"{default_tag(SAMPLING, 'temperature')}."
+        ),
     ] = None,
     top_k: Annotated[
         int | None,
-        typer.Option(help="Sampling: only the k most probable words; 0: all \\[default: 0]."),
+        typer.Option(
+            help="Sampling: only the k most probable words; 0: all "
+            f"{default_tag(SAMPLING, 'top_k')}."
+        ),
     ] = None,
     top_p: Annotated[
         float | None,
         typer.Option(
             help="Sampling: only the fewest most probable words of mass p (nucleus); 1: all "
-            "\\[default: 1.0]."
+            f"{default_tag(SAMPLING, 'top_p')}."
         ),
     ] = None,
     seed: Annotated[
         int | None,
         typer.Option(
             help="Sampling: seed; each sentence's samples depend only on it and the sentence "
-            "\\[default: 1]."
+            f"{default_tag(SAMPLING, 'seed')}."
         ),
     ] = None,
     prefix: Annotated[
@@ -99,18 +113,19 @@ def translate(
         int | None,
         typer.Option(
             help="Most padded source pieces per batch, sentences x (longest + 1); a longer "
-            "sentence is translated alone \\[default: 8192]."
+            f"sentence is translated alone {default_tag(LENGTHS, 'max_tokens')}."
         ),
     ] = None,
     max_source_len: Annotated[
         int | None,
         typer.Option(
             help="Most source pieces read of a line; a longer one is cut to it, with a "
-            "warning naming the line; 0: no cap \\[default: 0, whole lines]."
+            "warning naming the line; 0: no cap "
+            f"{default_tag(LENGTHS, 'max_source_len', note=', whole lines')}."
         ),
     ] = None,
-    max_len_a: Annotated[float | None, output_cap_option("a", value="1.5")] = None,
-    max_len_b: Annotated[int | None, output_cap_option("b", value="10")] = None,
+    max_len_a: Annotated[float | None, output_cap_option("a")] = None,
+    max_len_b: Annotated[int | None, output_cap_option("b")] = None,
     nbest: Annotated[
         int,
         typer.Option(
@@ -153,7 +168,7 @@ def translate(
         typer.Option(
             help="From a pipe or a terminal: translate the lines that have come once no new "
             "line has come for this many milliseconds (0: none awaited); a file is read in "
-            "full chunks \\[default: 10]."
+            f"full chunks {default_tag('translation/streaming.py', 'DEFAULT_FLUSH_MS')}."
         ),
     ] = None,
     device: Device = "cpu",
@@ -164,10 +179,12 @@ def translate(
     user_dir: UserDirs = None,
 ) -> None:
     """Translate raw text, one sentence a line, streaming from stdin to stdout."""
-    from nmtkit.search.decode import LengthPolicy
+    from nmtkit.search.length_policy import LengthPolicy
+    from nmtkit.search.overrides import SearchOverrides
     from nmtkit.translation.formats import check_output, open_translation_writer
+    from nmtkit.translation.loading import open_translator
+    from nmtkit.translation.options import check_options
     from nmtkit.translation.splitting import check_splitting
-    from nmtkit.translation.translator import SearchOverrides, check_options, open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
     check_output(output, output_format)  # before the model loads and any input is read

@@ -11,8 +11,8 @@ A dataset with prefix ``P`` is two ``.npy`` files, both opened with ``np.load(mm
 from __future__ import annotations
 
 import logging
-from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,12 +22,13 @@ from nmtkit.files import atomic_path
 
 log = logging.getLogger(__name__)
 
-_CHUNK = 1 << 20  # tokens copied per step when converting the scratch file
+_CHUNK = 1 << 18  # values copied or read per step (2 MB as int64)
 _GROUP_TOKENS = 1 << 16  # tokens (or sequences, _GROUP_SEQUENCES) that write_dataset gathers
 _GROUP_SEQUENCES = 4096  # into one chunk: per-chunk work is vectorized, per-sequence work is not
 _INT32_MAX = np.iinfo(np.int32).max
 _SMALL_MAX = np.iinfo(np.uint16).max  # ids must stay below it to fit uint16
 _DTYPES = (np.dtype(np.uint16), np.dtype(np.int32))
+_OFFSETS = np.dtype(np.int64)
 
 
 def bin_path(prefix: Path) -> Path:
@@ -58,6 +59,9 @@ def write_dataset(prefix: Path, sequences: Iterable[Sequence[int] | np.ndarray])
 def write_chunks(prefix: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]]) -> int:
     """Write sequences given a chunk at a time, as ``write_dataset`` writes them one at a time.
 
+    Tokens and offsets stream through scratch files, so memory holds one chunk, whatever the
+    number of sequences.
+
     Args:
         chunks: for each chunk, its sequences' ids back to back [sum(lengths)] and the length
             of each sequence [n].
@@ -70,10 +74,12 @@ def write_chunks(prefix: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]]) 
     """
     prefix = Path(prefix)
     scratch = prefix.with_name(prefix.name + ".scratch")
-    offsets = array("q", [0])
+    ends_scratch = prefix.with_name(prefix.name + ".ends.scratch")
+    num_sequences = num_tokens = 0
     largest = -1
     try:
-        with open(scratch, "wb") as stream:
+        with open(scratch, "wb") as stream, open(ends_scratch, "wb") as ends_stream:
+            ends_stream.write(np.zeros(1, dtype=_OFFSETS).tobytes())  # offsets start at 0
             for chunk_ids, chunk_lengths in chunks:
                 ids = np.asarray(chunk_ids).reshape(-1)
                 lengths = np.asarray(chunk_lengths, dtype=np.int64)
@@ -82,22 +88,22 @@ def write_chunks(prefix: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray]]) 
                 if ids.size:
                     if ids.min() < 0 or ids.max() > _INT32_MAX:
                         bad = np.flatnonzero((ids < 0) | (ids > _INT32_MAX))[0]
-                        number = len(offsets) - 1 + int(np.searchsorted(ends, bad, side="right"))
+                        number = num_sequences + int(np.searchsorted(ends, bad, side="right"))
                         raise DataError(f"token id out of range in sequence {number}")
                     largest = max(largest, int(ids.max()))
                 stream.write(ids.astype(np.int32).tobytes())
-                offsets.frombytes((offsets[-1] + ends).astype(np.int64).tobytes())
+                ends_stream.write((num_tokens + ends).astype(np.int64).tobytes())
+                num_sequences += lengths.size
+                num_tokens += ids.size
         dtype = _DTYPES[0] if largest < _SMALL_MAX else _DTYPES[1]
-        _convert_scratch(scratch, bin_path(prefix), dtype, offsets[-1])
+        _convert_scratch(scratch, bin_path(prefix), np.dtype(np.int32), dtype, num_tokens)
+        _convert_scratch(ends_scratch, idx_path(prefix), _OFFSETS, _OFFSETS, num_sequences + 1)
     finally:
-        if scratch.exists():
-            scratch.unlink()
-    with atomic_path(idx_path(prefix)) as tmp, open(tmp, "wb") as stream:
-        np.save(stream, np.frombuffer(offsets, dtype=np.int64))
-    log.debug(
-        "wrote %d sequences, %d tokens (%s) to %s", len(offsets) - 1, offsets[-1], dtype, prefix
-    )
-    return len(offsets) - 1
+        for path in (scratch, ends_scratch):
+            if path.exists():
+                path.unlink()
+    log.debug("wrote %d sequences, %d tokens (%s) to %s", num_sequences, num_tokens, dtype, prefix)
+    return num_sequences
 
 
 def _grouped(
@@ -121,8 +127,11 @@ def _joined(group: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(group), lengths
 
 
-def _convert_scratch(scratch: Path, path: Path, dtype: np.dtype, num_tokens: int) -> None:
-    """Copy the raw int32 scratch tokens into a ``.npy`` of ``dtype``, chunk by chunk.
+def _convert_scratch(
+    scratch: Path, path: Path, scratch_dtype: np.dtype, dtype: np.dtype, size: int
+) -> None:
+    """Copy the ``size`` raw ``scratch_dtype`` values of ``scratch`` into a 1-D ``.npy`` of
+    ``dtype``, chunk by chunk: the very file ``np.save`` writes.
 
     Written with plain writes, not through a writable memory map: on a full disk a write
     raises ENOSPC (a one-line error), where a store into a mapped page would kill the process
@@ -131,15 +140,95 @@ def _convert_scratch(scratch: Path, path: Path, dtype: np.dtype, num_tokens: int
     header = {
         "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
         "fortran_order": False,
-        "shape": (num_tokens,),
+        "shape": (size,),
     }
-    with atomic_path(path) as tmp, open(tmp, "wb") as stream:
+    with atomic_path(path) as tmp, open(tmp, "wb") as stream, open(scratch, "rb") as source:
         np.lib.format.write_array_header_1_0(stream, header)
-        if num_tokens:
-            source = np.memmap(scratch, dtype=np.int32, mode="r", shape=(num_tokens,))
-            for start in range(0, num_tokens, _CHUNK):
-                stream.write(source[start : start + _CHUNK].astype(dtype).tobytes())
-            del source
+        while (values := np.fromfile(source, dtype=scratch_dtype, count=_CHUNK)).size:
+            values.astype(dtype, copy=False).tofile(stream)
+
+
+def _read_header(path: Path) -> tuple[np.dtype, int, int]:
+    """Return the dtype, length and data offset of the 1-D ``.npy`` file ``path``.
+
+    Raises:
+        DataError: the file is missing or not a 1-D ``.npy``.
+    """
+    if not path.is_file():
+        raise DataError("no such dataset file", where=str(path), hint="run nmtkit preprocess")
+    with open(path, "rb") as stream:
+        try:
+            version = np.lib.format.read_magic(stream)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+            else:
+                shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+        except (ValueError, OSError, EOFError) as exc:
+            raise DataError(f"corrupt dataset file: {exc}", where=str(path)) from None
+        if len(shape) != 1:
+            raise DataError(f"dataset file holds shape {shape}", where=str(path))
+        return np.dtype(dtype), int(shape[0]), stream.tell()
+
+
+def read_values(path: Path, *, chunk: int = _CHUNK) -> Iterator[np.ndarray]:
+    """Yield the values of the 1-D ``.npy`` file ``path`` ``chunk`` at a time, with plain reads:
+    unlike a memory map, whose pages stay resident in this process once read, the memory
+    they take does not grow with the file."""
+    dtype, size, start = _read_header(path)
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        for begin in range(0, size, chunk):
+            yield np.fromfile(stream, dtype=dtype, count=min(chunk, size - begin))
+
+
+def read_lengths(prefix: Path, *, chunk: int = _CHUNK) -> Iterator[np.ndarray]:
+    """Yield the sentence lengths of the dataset at ``prefix``, int64, up to ``chunk`` at a
+    time, in bounded memory (see :func:`read_values`)."""
+    last = np.zeros(1, dtype=np.int64)
+    first = True
+    for offsets in read_values(idx_path(prefix), chunk=chunk):
+        lengths = np.diff(offsets if first else np.concatenate([last, offsets]))
+        first, last = False, offsets[-1:]
+        if lengths.size:
+            yield lengths.astype(np.int64)
+
+
+def read_chunks(
+    prefix: Path, lengths: Iterable[np.ndarray]
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield the sentences of the dataset at ``prefix`` in chunks of the given ``lengths``
+    (its own, from :func:`read_lengths`), as ids back to back [sum(lengths)] and lengths, in
+    bounded memory."""
+    dtype, _, start = _read_header(bin_path(prefix))
+    with open(bin_path(prefix), "rb") as stream:
+        stream.seek(start)
+        for chunk_lengths in lengths:
+            ids = np.fromfile(stream, dtype=dtype, count=int(chunk_lengths.sum()))
+            yield ids.astype(np.int64), chunk_lengths
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    """What the headers of a dataset's files say: no token is read."""
+
+    num_sentences: int
+    num_tokens: int
+    dtype: np.dtype
+
+
+def dataset_info(prefix: Path) -> DatasetInfo:
+    """Return the size and token dtype of the dataset at ``prefix`` from its file headers."""
+    dtype, num_tokens, _ = _read_header(bin_path(prefix))
+    _, num_offsets, _ = _read_header(idx_path(prefix))
+    return DatasetInfo(num_sentences=num_offsets - 1, num_tokens=num_tokens, dtype=dtype)
+
+
+def count_id(prefix: Path, token_id: int) -> int:
+    """Return how often ``token_id`` occurs in the dataset at ``prefix``, reading it in bounded
+    memory (see :func:`read_values`); ``TokenDataset.count`` reads through its memory map."""
+    return sum(
+        int(np.count_nonzero(tokens == token_id)) for tokens in read_values(bin_path(prefix))
+    )
 
 
 class TokenDataset:

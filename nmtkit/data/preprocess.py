@@ -27,7 +27,7 @@ from nmtkit.data.datadir import (
 )
 from nmtkit.data.datadir import load_manifest as load_manifest  # re-exported: part of this API
 from nmtkit.data.datadir import load_pipeline as load_pipeline  # re-exported: part of this API
-from nmtkit.data.dataset import TokenDataset, write_dataset
+from nmtkit.data.dataset import count_id, dataset_info, write_dataset
 from nmtkit.data.text import (
     CLEAN_REASONS,
     SPECIAL_PIECES,
@@ -37,10 +37,10 @@ from nmtkit.data.text import (
     TextPipeline,
     TextSettings,
 )
-from nmtkit.data.trainset import build_train_split, read_pairs, text_lines
+from nmtkit.data.trainset import build_train_split, corpus_pairs, text_lines
 from nmtkit.data.workers import ChunkPool, resolve_workers
-from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import atomic_write, count_lines, resolve_corpus
+from nmtkit.errors import ConfigError, unknown_name
+from nmtkit.files import atomic_write, check_line_counts, count_lines, resolve_corpus
 
 log = logging.getLogger(__name__)
 
@@ -221,14 +221,15 @@ def _resolve_corpora(config: PreprocessConfig) -> dict[str, tuple[CorpusFile, Co
         if pref is None:
             continue
         src_path, tgt_path = (resolve_corpus(f"{pref}.{lang}") for lang in config.langs)
-        num_src, num_tgt = count_lines(src_path), count_lines(tgt_path)
-        if num_src != num_tgt:
-            raise DataError(
-                f"parallel files differ in length: {src_path} has {num_src} lines, "
-                f"{tgt_path} has {num_tgt}",
-                where=f"{split} corpus",
-                hint="each line of one side must translate the same line of the other",
-            )
+        num_src = count_lines(src_path)
+        check_line_counts(
+            src_path,
+            num_src,
+            tgt_path,
+            count_lines(tgt_path),
+            where=f"{split} corpus",
+            hint="each line of one side must translate the same line of the other",
+        )
         counted[split] = (src_path, tgt_path, num_src)
     for split, (src_path, tgt_path, num_lines) in counted.items():
         corpora[split] = (
@@ -255,7 +256,7 @@ def _preprocess_heldout(
         atomic_write(raw[config.src_lang]) as src_out,
         atomic_write(raw[config.tgt_lang]) as tgt_out,
     ):
-        for src, tgt in read_pairs(corpora, config.skip_invalid):
+        for src, tgt in corpus_pairs(corpora, config.skip_invalid):
             bar.advance(task)
             if src is not None and tgt is not None:
                 src_out.write(f"{src}\n")
@@ -318,19 +319,20 @@ def _summarize(
     *,
     num_cut: dict[str, int] | None = None,
 ) -> SplitSummary:
-    datasets = {lang: TokenDataset(tmp / f"{split}.{lang}") for lang in langs}
+    # Read in chunks, not through TokenDataset's memory maps, whose pages would stay resident.
+    infos = {lang: dataset_info(tmp / f"{split}.{lang}") for lang in langs}
     return SplitSummary(
         name=split,
         num_lines=num_lines,
-        num_sentences=len(datasets[langs[0]]),
-        num_tokens={lang: d.num_tokens for lang, d in datasets.items()},
-        num_unk={lang: d.count(UNK_ID) for lang, d in datasets.items()},
+        num_sentences=infos[langs[0]].num_sentences,
+        num_tokens={lang: info.num_tokens for lang, info in infos.items()},
+        num_unk={lang: count_id(tmp / f"{split}.{lang}", UNK_ID) for lang in langs},
         num_cut=num_cut or dict.fromkeys(langs, 0),
     )
 
 
 def _dtype(tmp: Path, split: str, lang: str) -> str:
-    return str(TokenDataset(tmp / f"{split}.{lang}").dtype)
+    return str(dataset_info(tmp / f"{split}.{lang}").dtype)
 
 
 def summary_table(summary: PreprocessSummary) -> Table:

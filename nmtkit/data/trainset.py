@@ -1,14 +1,15 @@
 """The training split of ``preprocess``: pairs prepared and cleaned in worker processes,
 SentencePiece learned from a seeded sample of them, then encoded and bounded in pieces, in
-memory that grows with the corpus only by some 8 bytes a pair (offsets and digests)."""
+memory that does not grow with the corpus (but for one bit a pair with ``dedup``)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,11 +17,12 @@ import numpy as np
 from rich.progress import Progress, TaskID
 
 from nmtkit.data.datadir import CorpusFile, spm_model_name
-from nmtkit.data.dataset import TokenDataset, bin_path, idx_path, write_chunks
+from nmtkit.data.dataset import bin_path, idx_path, read_chunks, read_lengths, write_chunks
+from nmtkit.data.dedup import DuplicateFinder, DuplicateMask
 from nmtkit.data.text import PairCleaner, load_sentencepiece, train_sentencepiece
 from nmtkit.data.workers import CHUNK_LINES, ChunkPool, chunked, encode_lines, prepare_pairs
 from nmtkit.errors import DataError
-from nmtkit.files import atomic_write, open_text, read_lines
+from nmtkit.files import atomic_write, open_text, read_pairs
 
 if TYPE_CHECKING:
     from nmtkit.data.preprocess import PreprocessConfig
@@ -44,12 +46,13 @@ def build_train_split(
         DataError: invalid UTF-8 (without ``skip_invalid``), or no pair left after cleaning.
     """
     prepared = {lang: tmp / f"train.prepared.{lang}" for lang in config.langs}
-    clean_counts, num_kept = _clean(config, corpora, prepared, bar, pool)
-    models = _learn_subwords(config, prepared, num_kept, tmp)
+    clean_counts, num_kept, repeats = _clean(config, corpora, prepared, bar, pool)
+    kept = {lang: _kept_lines(prepared[lang], repeats) for lang in config.langs}
+    models = _learn_subwords(config, kept, num_kept, tmp)
     for lang in config.langs:
         task = bar.add_task(f"encode train.{lang}", total=num_kept)
         model_path = tmp / spm_model_name(lang, joint=config.joint)
-        encoded = _encode(pool, model_path, prepared[lang], bar, task)
+        encoded = _encode(pool, model_path, kept[lang](), bar, task)
         write_chunks(tmp / f"train.encoded.{lang}", encoded)
         prepared[lang].unlink()
     clean_counts["too_many_pieces"] = _bound(config, tmp, corpora[0].path)
@@ -57,18 +60,14 @@ def build_train_split(
     return clean_counts, models
 
 
-def read_pairs(
+def corpus_pairs(
     corpora: tuple[CorpusFile, CorpusFile], skip_invalid: bool
 ) -> Iterator[tuple[str | None, str | None]]:
-    """Yield the line pairs of a parallel corpus (None for a side that is not UTF-8 when
-    ``skip_invalid``)."""
+    """Yield the line pairs of a parallel corpus (:func:`nmtkit.files.read_pairs`; None for a
+    side that is not UTF-8 when ``skip_invalid``)."""
     src, tgt = corpora
     hint = "--skip-invalid drops such pairs"
-    yield from zip(
-        read_lines(src.path, skip_invalid=skip_invalid, invalid_hint=hint),
-        read_lines(tgt.path, skip_invalid=skip_invalid, invalid_hint=hint),
-        strict=True,
-    )
+    return read_pairs(src.path, tgt.path, skip_invalid=skip_invalid, invalid_hint=hint)
 
 
 def text_lines(path: Path) -> Iterator[str]:
@@ -105,7 +104,7 @@ def sample_pairs(num_pairs: int, size: int, *, seed: int) -> np.ndarray:
 
 def select_lines(lines: Iterable[str], indices: np.ndarray) -> Iterator[str]:
     """Yield the lines at ``indices`` (increasing) of ``lines``."""
-    wanted = iter(indices.tolist())
+    wanted = map(int, indices)  # one Python int at a time, not a list of them (36 bytes each)
     target = next(wanted, None)
     for number, line in enumerate(lines):
         if target is None:
@@ -121,27 +120,36 @@ def _clean(
     prepared: dict[str, Path],
     bar: Progress,
     pool: ChunkPool,
-) -> tuple[dict[str, int], int]:
-    """Write the prepared text of the training pairs that pass cleaning; return the counts by
-    reason and how many pairs were kept."""
+) -> tuple[dict[str, int], int, DuplicateMask | None]:
+    """Write the prepared text of the training pairs that pass ``clean_reason``; return the
+    counts by reason, how many pairs are kept, and with ``dedup`` which of the pairs written
+    repeat an earlier one (they stay in the file, and readers skip them)."""
     src_file = corpora[0]
     task = bar.add_task("prepare train", total=src_file.num_lines)
     cleaner = PairCleaner(config.clean)
     prepare = functools.partial(
         prepare_pairs, text=config.text, langs=config.langs, clean=config.clean
     )
-    num_kept = 0
+    num_passed = 0
     src_path, tgt_path = prepared[config.src_lang], prepared[config.tgt_lang]
-    with open_text(src_path, "w") as src_out, open_text(tgt_path, "w") as tgt_out:
-        for chunk in pool.map(prepare, chunked(read_pairs(corpora, config.skip_invalid))):
+    finder = (
+        DuplicateFinder(src_path.parent, src_file.num_lines)
+        if config.clean.dedup
+        else contextlib.nullcontext(None)
+    )
+    with open_text(src_path, "w") as src_out, open_text(tgt_path, "w") as tgt_out, finder as seen:
+        for chunk in pool.map(prepare, chunked(corpus_pairs(corpora, config.skip_invalid))):
             cleaner.count(chunk.counts)
-            kept = cleaner.keep_new(chunk.digests)
-            for src, tgt, keep in zip(chunk.src, chunk.tgt, kept, strict=True):
-                if keep:
-                    src_out.write(f"{src}\n")
-                    tgt_out.write(f"{tgt}\n")
-                    num_kept += 1
+            if seen is not None:
+                seen.add(chunk.digests)
+            src_out.writelines(f"{src}\n" for src in chunk.src)
+            tgt_out.writelines(f"{tgt}\n" for tgt in chunk.tgt)
+            num_passed += len(chunk.src)
             bar.advance(task, chunk.num_pairs)
+        repeats = None if seen is None else seen.duplicates()
+    if repeats is not None:
+        cleaner.count({"duplicate": repeats.count})
+    num_kept = num_passed - cleaner.counts["duplicate"]
     dropped = {reason: n for reason, n in cleaner.counts.items() if n}
     log.info(
         "cleaned train: kept %d of %d pairs, dropped %s", num_kept, src_file.num_lines, dropped
@@ -152,28 +160,44 @@ def _clean(
             where=src_file.path,
             hint="check the corpus and the clean settings (min_len, max_len, max_ratio)",
         )
-    return cleaner.counts, num_kept
+    return cleaner.counts, num_kept, repeats
+
+
+def _kept_lines(path: Path, repeats: DuplicateMask | None) -> Callable[[], Iterator[str]]:
+    """Return a function that yields the prepared lines at ``path`` of the pairs kept: all of
+    them, or those that repeat no earlier pair."""
+
+    def lines() -> Iterator[str]:
+        every = text_lines(path)
+        return every if repeats is None else repeats.unique(every)
+
+    return lines
 
 
 def _learn_subwords(
-    config: PreprocessConfig, prepared: dict[str, Path], num_pairs: int, tmp: Path
+    config: PreprocessConfig,
+    kept: dict[str, Callable[[], Iterator[str]]],
+    num_pairs: int,
+    tmp: Path,
 ) -> dict[str, bytes]:
-    """Train joint or per-language SentencePiece models on a sample of the prepared pairs (all
+    """Train joint or per-language SentencePiece models on a sample of the kept pairs (all
     sides of them for a joint model) and write them; return them by language."""
     sample = sample_pairs(num_pairs, config.subword_sample, seed=config.seed)
+    samples = {lang: tmp / f"train.sample.{lang}" for lang in config.langs}
     if sample.size < num_pairs:
         log.info("learning subwords from %d of %d training pairs", sample.size, num_pairs)
-
-    def lines(lang: str) -> Iterator[str]:
-        every = text_lines(prepared[lang])
-        return every if sample.size == num_pairs else select_lines(every, sample)
-
+        # SentencePiece reads the sample from a file of its own: fed while this process read
+        # the whole corpus past it, it peaked some 60 MB higher at 3M pairs (the same lines).
+        for lang, path in samples.items():
+            with atomic_write(path) as stream:
+                stream.writelines(f"{line}\n" for line in select_lines(kept[lang](), sample))
+        kept = {lang: functools.partial(text_lines, path) for lang, path in samples.items()}
     groups = [config.langs] if config.joint else [(lang,) for lang in config.langs]
     models: dict[str, bytes] = {}
     for langs in groups:
         began = time.perf_counter()
         model = train_sentencepiece(
-            (line for lang in langs for line in lines(lang)),
+            (line for lang in langs for line in kept[lang]()),
             model_type=config.subword,
             vocab_size=config.vocab_size,
             seed=config.seed,
@@ -190,17 +214,19 @@ def _learn_subwords(
             time.perf_counter() - began,
         )
         models.update(dict.fromkeys(langs, model))
+    for path in samples.values():
+        path.unlink(missing_ok=True)
     return models
 
 
 def _encode(
-    pool: ChunkPool, model_path: Path, path: Path, bar: Progress, task: TaskID
+    pool: ChunkPool, model_path: Path, lines: Iterable[str], bar: Progress, task: TaskID
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield the prepared lines of ``path`` encoded a chunk at a time: ids and lengths."""
+    """Yield prepared lines encoded a chunk at a time: ids and lengths."""
     encode = functools.partial(
         encode_lines, model_path=str(model_path), stamp=model_path.stat().st_mtime_ns
     )
-    for ids, lengths in pool.map(encode, chunked(text_lines(path))):
+    for ids, lengths in pool.map(encode, chunked(lines)):
         yield ids, lengths
         bar.advance(task, lengths.size)
 
@@ -209,30 +235,54 @@ def _bound(config: PreprocessConfig, tmp: Path, corpus: str) -> int:
     """Keep the encoded training pairs whose sides both have at most ``clean.max_pieces``
     pieces as ``train.{lang}``; return how many pairs were dropped.
 
+    Reads the datasets a chunk at a time, twice if a pair is dropped (once to count, once to
+    copy), so memory does not grow with the corpus.
+
     Raises:
         DataError: no pair is short enough.
     """
     encoded = [tmp / f"train.encoded.{lang}" for lang in config.langs]
-    src, tgt = (TokenDataset(prefix) for prefix in encoded)
-    keep = np.flatnonzero(np.maximum(src.lengths, tgt.lengths) <= config.clean.max_pieces)
-    dropped = len(src) - keep.size
-    if keep.size == 0:
+    num_pairs = num_kept = 0
+    for keep in _short_enough(encoded, config.clean.max_pieces):
+        num_pairs += keep.size
+        num_kept += int(np.count_nonzero(keep))
+    if num_kept == 0:
         raise DataError(
             f"no training pairs left after cleaning: every pair has a side of more than "
             f"{config.clean.max_pieces} pieces",
             where=corpus,
             hint="check the corpus, or raise max_pieces",
         )
-    for lang, prefix, dataset in zip(config.langs, encoded, (src, tgt), strict=True):
+    dropped = num_pairs - num_kept
+    for lang, prefix in zip(config.langs, encoded, strict=True):
         kept = tmp / f"train.{lang}"
         if dropped:
-            steps = range(0, keep.size, CHUNK_LINES)
-            write_chunks(kept, (dataset.gather(keep[i : i + CHUNK_LINES]) for i in steps))
-            bin_path(prefix).unlink()
-            idx_path(prefix).unlink()
+            lengths = read_lengths(prefix, chunk=CHUNK_LINES)
+            chunks = read_chunks(prefix, lengths)
+            masks = _short_enough(encoded, config.clean.max_pieces)
+            write_chunks(kept, map(_select, chunks, masks))
         else:
             os.replace(bin_path(prefix), bin_path(kept))
             os.replace(idx_path(prefix), idx_path(kept))
     if dropped:
+        for prefix in encoded:  # both sides decide which pairs stay: delete them last
+            bin_path(prefix).unlink()
+            idx_path(prefix).unlink()
         log.info("dropped %d training pairs over %d pieces", dropped, config.clean.max_pieces)
-    return int(dropped)
+    return dropped
+
+
+def _short_enough(encoded: list[Path], max_pieces: int) -> Iterator[np.ndarray]:
+    """Yield, ``CHUNK_LINES`` pairs at a time, whether both sides of each pair have at most
+    ``max_pieces`` pieces, bool [n]."""
+    src, tgt = (read_lengths(prefix, chunk=CHUNK_LINES) for prefix in encoded)
+    for src_lengths, tgt_lengths in zip(src, tgt, strict=True):
+        yield np.maximum(src_lengths, tgt_lengths) <= max_pieces
+
+
+def _select(
+    chunk: tuple[np.ndarray, np.ndarray], keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the sentences of a chunk (ids [sum(lengths)], lengths [n]) where ``keep`` [n]."""
+    ids, lengths = chunk
+    return ids[np.repeat(keep, lengths)], lengths[keep]

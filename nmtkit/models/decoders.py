@@ -17,6 +17,7 @@ from nmtkit.registry import (
     DecoderOutput,
     DecoderState,
     EncoderOutput,
+    ShortlistRows,
     StepOutput,
     register,
 )
@@ -31,7 +32,7 @@ class GRUDecoder(Decoder):
 
     The paper contradicts itself on the readout's state s: its eq. (4) reads s_i, appendix
     A.2.2 (t~_i = U_o s_{i-1} + ...) reads s_{i-1}. ``readout_state`` picks one: ``current``
-    (s_i, the default, which older checkpoints were trained with) or ``previous`` (s_{i-1}).
+    (s_i, the default) or ``previous`` (s_{i-1}).
 
     The embedding's share of the GRU input gates (and of the readout) is computed for all steps
     at once under teacher forcing, so the time loop holds only what truly recurs.
@@ -86,7 +87,7 @@ class GRUDecoder(Decoder):
         self.input_from_embed = nn.Linear(embed_size, 3 * d)  # GRU input gates, y part
         self.input_from_context = nn.Linear(annotation_size, 3 * d, bias=False)  # c part
         self.hidden_to_gates = nn.Linear(d, 3 * d)  # GRU recurrent gates
-        self.readout_state = nn.Linear(d, 2 * m)  # U_o
+        self.readout_hidden = nn.Linear(d, 2 * m)  # U_o
         self.readout_embed = nn.Linear(embed_size, 2 * m, bias=False)  # V_o
         self.readout_context = nn.Linear(annotation_size, 2 * m, bias=False)  # C_o
         self.output = nn.Linear(m, vocab_size)  # W_o
@@ -95,9 +96,6 @@ class GRUDecoder(Decoder):
                 raise ConfigError("tie_embeddings needs readout_size == embed_size")
             self.output.weight = self.embed.weight
         self.dropout = nn.Dropout(dropout)
-        # The rows of W_o and b_o for the last shortlist seen, and the W_o version they were
-        # cut from: a search passes the same ``vocab`` tensor at every step of a batch.
-        self._shortlist_rows: tuple[Tensor, int, Tensor, Tensor] | None = None
 
     def init_paper_parameters(self, generator: torch.Generator | None = None) -> None:
         """U_r, U_z and U, the recurrent matrices of the three gates: orthogonal each (B.1)."""
@@ -138,7 +136,7 @@ class GRUDecoder(Decoder):
     def _readout(self, hidden: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
         """Maxout deep output t_i over (s, E y_{i-1}, c_i), s = s_i or s_{i-1}: [..., M]."""
         pre = (
-            self.readout_state(hidden)
+            self.readout_hidden(hidden)
             + self.readout_embed(embedded)
             + self.readout_context(context)
         )
@@ -194,37 +192,32 @@ class GRUDecoder(Decoder):
     def logits(self, readout: Tensor) -> Tensor:
         return self.output(readout)  # [..., V]
 
-    def output_layer(self) -> nn.Linear | None:
-        # An int8 weight (nmtkit.models.quantization) is for translation only.
-        return self.output if type(self.output.weight) is nn.Parameter else None
+    def output_layer(self) -> nn.Linear:
+        return self.output  # W_o
 
-    def _shortlist_logits(self, readout: Tensor, vocab: Tensor) -> Tensor:
-        """Logits of the ids ``vocab`` [V'] alone, from their rows of W_o: [B, V']."""
-        if self.output_layer() is None:
-            # An int8 weight (nmtkit.models.quantization) cannot give rows: project onto all V.
-            return self.output(readout).index_select(-1, vocab)
-        weight, bias = self.output.weight, self.output.bias
-        rows = self._shortlist_rows
-        if rows is None or rows[0] is not vocab or rows[1] != weight._version:
-            # Cut once per batch, not once per step (the rows are the same at every step).
-            rows = (
-                vocab,
-                weight._version,
-                weight.index_select(0, vocab),
-                bias.index_select(0, vocab),
-            )
-            self._shortlist_rows = rows
-        return F.linear(readout, rows[2], rows[3])  # [B, V']
+    def step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
+        readout, state, weights = self._step_readout(prev_tokens, state)  # [B, M]
+        log_probs = self.logits(readout).log_softmax(dim=-1)  # [B, V]
+        return StepOutput(log_probs=log_probs, state=state, weights=weights)
 
-    def step(
-        self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None
+    def shortlist_step(
+        self, prev_tokens: Tensor, state: DecoderState, *, rows: ShortlistRows
     ) -> StepOutput:
+        """:meth:`step` with the logits of the candidates alone: from their rows of W_o when the
+        search cut them, else projected onto all V and kept: [B, V']."""
+        readout, state, weights = self._step_readout(prev_tokens, state)  # [B, M]
+        if rows.weight is None:
+            logits = self.logits(readout).index_select(-1, rows.ids)  # [B, V']
+        else:
+            logits = F.linear(readout, rows.weight, rows.bias)  # [B, V']
+        return StepOutput(log_probs=logits.log_softmax(dim=-1), state=state, weights=weights)
+
+    def _step_readout(
+        self, prev_tokens: Tensor, state: DecoderState
+    ) -> tuple[Tensor, DecoderState, Tensor]:
+        """One step from y_{i-1} [B] and s_{i-1}: t_i [B, M], the new state, alpha_i [B, S]."""
         embedded = self.embed(prev_tokens)  # [B, E]
         hidden, context, weights = self._recur(self.input_from_embed(embedded), state)
         readout_hidden = state.hidden if self.readout_from_previous else hidden  # s_{i-1} or s_i
         readout = self._readout(readout_hidden, embedded, context)  # [B, M]
-        logits = self.logits(readout) if vocab is None else self._shortlist_logits(readout, vocab)
-        log_probs = logits.log_softmax(dim=-1)  # [B, V] or [B, V']
-        return StepOutput(
-            log_probs=log_probs, state=state.advance(hidden, weights), weights=weights
-        )
+        return readout, state.advance(hidden, weights), weights

@@ -12,11 +12,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from torch import nn
 
 from nmtkit.errors import ConfigError
-from nmtkit.models.seq2seq import Seq2Seq
+
+if TYPE_CHECKING:  # Seq2Seq asks has_int8_weight, so this module cannot import it at run time
+    from nmtkit.models.seq2seq import Seq2Seq
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +31,24 @@ MIN_WIDTH = 16
 # torchao registers an enum the old way: nothing a translation can act on.
 _NOISY_LOGGERS = ("torchao", "torch.utils._pytree")
 
+# The attribute quantize_int8 sets to True on each layer it gives int8 weights: such a layer
+# computes its product, but has no float rows to cut (a shortlist) or train.
+INT8_WEIGHT = "int8_weight"
+
+
+def has_int8_weight(layer: nn.Module) -> bool:
+    """Whether :func:`quantize_int8` gave ``layer`` int8 weights."""
+    return bool(getattr(layer, INT8_WEIGHT, False))
+
 
 def quantizable(module: nn.Module, name: str = "") -> bool:
     """Whether :func:`quantize_int8` converts ``module``: a linear layer at least
-    :data:`MIN_WIDTH` wide both ways whose weight is still a plain float parameter. (``name``
-    completes the signature of torchao's ``filter_fn``.)"""
+    :data:`MIN_WIDTH` wide both ways that it has not converted yet. (``name`` completes the
+    signature of torchao's ``filter_fn``.)"""
     return (
         isinstance(module, nn.Linear)
         and min(module.in_features, module.out_features) >= MIN_WIDTH
-        and type(module.weight) is nn.Parameter  # a quantized weight is a tensor subclass
+        and not has_int8_weight(module)
     )
 
 
@@ -56,12 +68,15 @@ def quantize_int8(model: Seq2Seq) -> list[str]:
         from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
         from torchao.utils import should_reduce_range
     device = next(model.parameters()).device
-    names = [f"decoder.{name}" for name, m in model.decoder.named_modules() if quantizable(m)]
+    found = [name for name, m in model.decoder.named_modules() if quantizable(m)]
     config = Int8DynamicActivationInt8WeightConfig(
         reduce_range=should_reduce_range(device),  # without VNNI, u8 x s8 pair sums saturate
         set_inductor_config=False,  # nothing is compiled: leave torch's global settings alone
     )
     quantize_(model.decoder, config, filter_fn=quantizable)
+    for name in found:
+        setattr(model.decoder.get_submodule(name), INT8_WEIGHT, True)
+    names = [f"decoder.{name}" for name in found]
     log.debug("int8 weights: %s", ", ".join(names) or "none")
     return names
 

@@ -9,7 +9,8 @@ from nmtkit import registry
 from nmtkit.config import ModelConfig
 from nmtkit.models.initialization import initialize
 from nmtkit.models.loss import linear_cross_entropy, smoothed_cross_entropy
-from nmtkit.registry import Batch, DecoderState, EncoderOutput, StepOutput
+from nmtkit.models.quantization import has_int8_weight
+from nmtkit.registry import Batch, DecoderState, EncoderOutput, ShortlistRows, StepOutput
 
 # Logits computed at once by target_log_probs: 32 Mi floats (128 MiB), a batch of ordinary
 # sentences in one block (8192 positions at V = 8000), a long line in several.
@@ -60,13 +61,29 @@ class Seq2Seq(nn.Module):
         return self.decoder.init_state(encoder_out)
 
     def decode_step(
-        self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None
+        self, prev_tokens: Tensor, state: DecoderState, *, shortlist: ShortlistRows | None = None
     ) -> StepOutput:
-        """One decoding step; ``vocab`` [V'] restricts the output to those ids (a shortlist:
-        :meth:`nmtkit.registry.Decoder.step`)."""
-        if vocab is None:  # a plugin decoder may predate shortlists
+        """One decoding step; ``shortlist`` (:meth:`shortlist_rows`) restricts the output to its
+        candidates (:meth:`nmtkit.registry.Decoder.shortlist_step`)."""
+        if shortlist is None:
             return self.decoder.step(prev_tokens, state)
-        return self.decoder.step(prev_tokens, state, vocab=vocab)
+        return self.decoder.shortlist_step(prev_tokens, state, rows=shortlist)
+
+    def shortlist_rows(self, ids: Tensor) -> ShortlistRows:
+        """The candidates ``ids`` [V'] (ascending) with their rows of the output layer, when it
+        is one float linear layer: cut once per batch, read at every step."""
+        layer = self.output_layer()
+        if layer is None:
+            return ShortlistRows(ids=ids)
+        bias = None if layer.bias is None else layer.bias.index_select(0, ids)  # [V']
+        return ShortlistRows(ids=ids, weight=layer.weight.index_select(0, ids), bias=bias)
+
+    def output_layer(self) -> nn.Linear | None:
+        """The decoder's output layer (:meth:`nmtkit.registry.Decoder.output_layer`) unless it
+        has none or int8 weights (:func:`nmtkit.models.quantization.quantize_int8`), whose rows
+        cannot be cut or trained."""
+        layer = self.decoder.output_layer()
+        return None if layer is None or has_int8_weight(layer) else layer
 
     def forward(self, batch: Batch) -> tuple[Tensor, Tensor]:
         """Teacher-forced logits of the real target positions [N, V] and weights [B, T, S]."""
@@ -96,7 +113,7 @@ class Seq2Seq(nn.Module):
     def loss(self, batch: Batch, *, label_smoothing: float = 0.0) -> tuple[Tensor, Tensor]:
         """Return the summed smoothed loss and the summed NLL over real target tokens."""
         readout, targets, _ = self._real_readout(batch)  # [N, M], [N]
-        layer = self.decoder.output_layer()
+        layer = self.output_layer()
         if layer is None:
             return smoothed_cross_entropy(self.decoder.logits(readout), targets, label_smoothing)
         return linear_cross_entropy(readout, layer.weight, layer.bias, targets, label_smoothing)

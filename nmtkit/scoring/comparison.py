@@ -15,6 +15,7 @@ from typing import Any
 from rich.table import Table
 
 from nmtkit.errors import ConfigError, DataError
+from nmtkit.files import check_line_counts, display_name
 from nmtkit.scoring.length_buckets import (
     BUCKET_BY,
     DEFAULT_EDGES,
@@ -95,10 +96,6 @@ class Comparison:
         }
 
 
-def _display(path: str | Path) -> str:
-    return "<stdin>" if str(path) == "-" else str(path)
-
-
 def _system_names(hyp_paths: Sequence[str | Path], names: Sequence[str] | None) -> tuple[str, ...]:
     if not hyp_paths:
         raise ConfigError("no system to score", hint="give hypotheses files, or pipe one in")
@@ -109,7 +106,7 @@ def _system_names(hyp_paths: Sequence[str | Path], names: Sequence[str] | None) 
             f"{len(names)} names given for {len(hyp_paths)} systems",
             hint="give one --name per system, in the same order",
         )
-    labels = tuple(names) if names else tuple(_display(path) for path in hyp_paths)
+    labels = tuple(names) if names else tuple(display_name(path) for path in hyp_paths)
     for label in labels:
         if labels.count(label) > 1:
             raise ConfigError(f"system {label!r} is given twice", hint="name them with --name")
@@ -126,25 +123,20 @@ def _bucket_measure(options: LengthOptions) -> str:
     return by
 
 
+_PARALLEL = "hypotheses and references must be line-parallel"
+
+
 def _read_parallel(
     hyp_paths: Sequence[str | Path], ref_paths: Sequence[str | Path]
 ) -> tuple[list[list[str]], list[list[str]]]:
     """Read the systems and references; every file must have the first system's line count."""
     systems = [read_stream(path) for path in hyp_paths]
     refs = [read_stream(path) for path in ref_paths]
-    first = _display(hyp_paths[0])
+    first = hyp_paths[0]
     for ref_path, stream in zip(ref_paths, refs, strict=True):
-        if len(stream) != len(systems[0]):
-            raise DataError(
-                f"{first} has {len(systems[0])} lines but {ref_path} has {len(stream)}",
-                hint="hypotheses and references must be line-parallel",
-            )
+        check_line_counts(first, len(systems[0]), ref_path, len(stream), hint=_PARALLEL)
     for path, hyps in zip(hyp_paths[1:], systems[1:], strict=True):
-        if len(hyps) != len(refs[0]):
-            raise DataError(
-                f"{_display(path)} has {len(hyps)} lines but {ref_paths[0]} has {len(refs[0])}",
-                hint="hypotheses and references must be line-parallel",
-            )
+        check_line_counts(path, len(hyps), ref_paths[0], len(refs[0]), hint=_PARALLEL)
     return systems, refs
 
 
@@ -154,11 +146,13 @@ def _lengths(
     if by == "reference" or src_path is None:
         return sentence_lengths(refs[0])
     src = read_stream(src_path)
-    if len(src) != len(refs[0]):
-        raise DataError(
-            f"{src_path} has {len(src)} lines but {ref_path} has {len(refs[0])}",
-            hint="the source must be line-parallel with the references",
-        )
+    check_line_counts(
+        src_path,
+        len(src),
+        ref_path,
+        len(refs[0]),
+        hint="the source must be line-parallel with the references",
+    )
     return sentence_lengths(src)
 
 
@@ -211,7 +205,7 @@ def compare_files(
         )
     return Comparison(
         names=labels,
-        ref_names=tuple(_display(path) for path in ref_paths),
+        ref_names=tuple(display_name(path) for path in ref_paths),
         reports=reports,
         significance=tests,
         by_length=buckets,

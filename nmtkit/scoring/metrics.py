@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import read_lines
+from nmtkit.files import check_line_counts, read_lines
 
 if TYPE_CHECKING:
     from sacrebleu.metrics.base import Metric
@@ -277,14 +277,15 @@ def score_files(
     if not ref_paths:
         raise DataError("no reference file given")
     hyps = read_stream(hyp_path)
-    hyp_name = "<stdin>" if str(hyp_path) == "-" else str(hyp_path)
     refs = []
     for ref_path in ref_paths:
         stream = read_stream(ref_path)
-        if len(stream) != len(hyps):
-            raise DataError(
-                f"{hyp_name} has {len(hyps)} lines but {ref_path} has {len(stream)}",
-                hint="hypotheses and references must be line-parallel",
-            )
+        check_line_counts(
+            hyp_path,
+            len(hyps),
+            ref_path,
+            len(stream),
+            hint="hypotheses and references must be line-parallel",
+        )
         refs.append(stream)
     return score(hyps, refs, metrics=metrics, lowercase=lowercase, tokenize=tokenize)

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nmtkit.errors import ConfigError, DataError, unknown_name
+from nmtkit.errors import ConfigError, unknown_name
+from nmtkit.files import check_line_counts
 from nmtkit.scoring.metrics import build_metrics
 
 log = logging.getLogger(__name__)
@@ -174,10 +175,7 @@ def paired_test(
     num_samples = check_significance_options(options, num_systems=len(systems))
     for number, hyps in enumerate(systems, start=1):
         for stream in refs:
-            if len(stream) != len(hyps):
-                raise DataError(
-                    f"system {number} has {len(hyps)} lines but a reference has {len(stream)}"
-                )
+            check_line_counts(f"system {number}", len(hyps), "a reference", len(stream))
     by_name = build_metrics(metrics, refs, lowercase=lowercase, tokenize=tokenize)
     named: list[tuple[str, Sequence[str]]] = [(str(i), hyps) for i, hyps in enumerate(systems)]
     log.info("paired %s test of %d systems, %d samples", options.test, len(systems), num_samples)

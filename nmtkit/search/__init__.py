@@ -11,7 +11,7 @@ EOS included; |y| counts EOS):
   then the raw log p, by which Bahdanau et al. (2015) rank. Live hypotheses compete by their
   raw log p so far; finished ones are ranked, and returned best first, by this score.
 
-Under a vocabulary shortlist (:mod:`nmtkit.search.shortlist`), log p is normalized over a
+Under a vocabulary shortlist (:mod:`nmtkit.shortlist`), log p is normalized over a
 batch's candidate words, not the whole vocabulary.
 
 Several models of one vocabulary search as one through

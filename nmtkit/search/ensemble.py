@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from nmtkit.errors import ConfigError
 from nmtkit.models import Seq2Seq
-from nmtkit.registry import Batch, DecoderState, EncoderOutput, StepOutput
+from nmtkit.registry import Batch, DecoderState, EncoderOutput, ShortlistRows, StepOutput
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,14 @@ class EnsembleState(DecoderState):
         return EnsembleState.of([state.select(index) for state in self.members])
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnsembleRows(ShortlistRows):
+    """A shortlist's rows of every member's output layer, ``members[m]`` for model m; the
+    inherited ``weight`` and ``bias`` are None (each member reads only its own)."""
+
+    members: tuple[ShortlistRows, ...]
+
+
 class Ensemble(nn.Module):
     """Models of one vocabulary as one :class:`~nmtkit.registry.Translatable`: each member
     encodes and decodes on its own, and every step's log-probabilities are those of the mean
@@ -106,16 +114,22 @@ class Ensemble(nn.Module):
             ]
         )
 
+    def shortlist_rows(self, ids: Tensor) -> EnsembleRows:
+        """Every member's rows of the candidates ``ids`` [V'] (:meth:`Seq2Seq.shortlist_rows`)."""
+        return EnsembleRows(ids=ids, members=tuple(m.shortlist_rows(ids) for m in self.models()))
+
     def decode_step(
-        self, prev_tokens: Tensor, state: DecoderState, *, vocab: Tensor | None = None
+        self, prev_tokens: Tensor, state: DecoderState, *, shortlist: ShortlistRows | None = None
     ) -> StepOutput:
         """One step of every member from y_{i-1} [B]: log of the mean probability [B, V]
-        (or [B, V'] over a shortlist ``vocab``), the members' new states, and the mean
-        attention weights [B, S]."""
+        (or [B, V'] over the candidates of ``shortlist``, from :meth:`shortlist_rows`), the
+        members' new states, and the mean attention weights [B, S]."""
         assert isinstance(state, EnsembleState), "decode from what Ensemble.init_state returned"
+        assert shortlist is None or isinstance(shortlist, EnsembleRows), "see shortlist_rows"
+        rows = [None] * len(state.members) if shortlist is None else shortlist.members
         steps = [
-            model.decode_step(prev_tokens, member, vocab=vocab)
-            for model, member in zip(self.models(), state.members, strict=True)
+            model.decode_step(prev_tokens, member, shortlist=member_rows)
+            for model, member, member_rows in zip(self.models(), state.members, rows, strict=True)
         ]
         return StepOutput(
             log_probs=mean_probability([step.log_probs for step in steps]),

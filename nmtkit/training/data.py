@@ -1,5 +1,6 @@
 """What training reads from a data directory (token datasets, references, the vocabulary) and
-the examples of each epoch: every pair, plus joined pairs (:mod:`nmtkit.data.concat`)."""
+the examples of each epoch: every pair, plus joined pairs (:mod:`nmtkit.data.concat`), cut into
+the epoch's batches."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from nmtkit.checkpoint import Vocabulary
+from nmtkit.config import TrainConfig
 from nmtkit.data.batching import batch_by_tokens, collate, epoch_batches
 from nmtkit.data.concat import ConcatPolicy, joined_lengths
 from nmtkit.data.datadir import UNRECORDED_MAX_PIECES, load_manifest, load_pipeline, max_pieces
@@ -106,6 +108,44 @@ class EpochExamples:
             src.append(np.concatenate([self.split.src[i] for i in pairs]))
             tgt.append(np.concatenate([self.split.tgt[i] for i in pairs]))
         return collate(src, tgt, indices.tolist())
+
+
+def concat_policy(config: TrainConfig) -> ConcatPolicy:
+    """The concatenation augmentation that ``train.concat_*`` ask for."""
+    return ConcatPolicy(
+        rate=config.concat_rate, max_parts=config.concat_max, mode=config.concat_mode
+    )
+
+
+class Epochs:
+    """The examples and batches of one epoch at a time, cut once: the progress total, the loop
+    and the closing epoch count all ask, and on millions of sentences each cut takes seconds.
+    Both are pure functions of (seed, epoch)."""
+
+    def __init__(self, split: ParallelSplit, config: TrainConfig) -> None:
+        self.split, self.config = split, config
+        self._cut: tuple[int, EpochExamples, list[np.ndarray]] | None = None
+
+    def examples(self, epoch: int) -> EpochExamples:
+        """The epoch's examples: pairs and joined pairs."""
+        return self._of(epoch)[0]
+
+    def batches(self, epoch: int) -> list[np.ndarray]:
+        """The epoch's shuffled batches of example indices."""
+        return self._of(epoch)[1]
+
+    def _of(self, epoch: int) -> tuple[EpochExamples, list[np.ndarray]]:
+        if self._cut is None or self._cut[0] != epoch:
+            cfg = self.config
+            examples = EpochExamples.of(self.split, concat_policy(cfg), seed=cfg.seed, epoch=epoch)
+            batches = examples.batches(
+                max_tokens=cfg.max_tokens,
+                max_sentences=cfg.max_sentences,
+                seed=cfg.seed,
+                epoch=epoch,
+            )
+            self._cut = (epoch, examples, batches)
+        return self._cut[1], self._cut[2]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,10 +18,10 @@ class Schedule:
         self.best: float | None = None
         self.bad = 0
 
-    def lr_at(self, step: int) -> float:
-        """The learning rate for update ``step`` (1-based)."""
+    def lr_at(self, update: int) -> float:
+        """The learning rate for update number ``update`` (1-based)."""
         warmup = self.config.warmup_updates
-        return self.base_lr * (min(1.0, step / warmup) if warmup > 0 else 1.0)
+        return self.base_lr * (min(1.0, update / warmup) if warmup > 0 else 1.0)
 
     def after_validation(self, bleu: float) -> None:
         """React to a validation BLEU (only the plateau schedule does)."""
@@ -34,11 +34,11 @@ class Schedule:
 
 
 class InverseSqrt(Schedule):
-    """Linear warm-up, then lr * sqrt(warmup / step) (Vaswani et al., 2017)."""
+    """Linear warm-up, then lr * sqrt(warmup / update) (Vaswani et al., 2017)."""
 
-    def lr_at(self, step: int) -> float:
+    def lr_at(self, update: int) -> float:
         warmup = max(1, self.config.warmup_updates)
-        return self.base_lr * min(step / warmup, math.sqrt(warmup / max(step, 1)))
+        return self.base_lr * min(update / warmup, math.sqrt(warmup / max(update, 1)))
 
 
 class Plateau(Schedule):

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import torch
 
-from nmtkit.config import SearchConfig
+from nmtkit.config import Config, SearchConfig
 from nmtkit.data.text import TextPipeline
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import get
 from nmtkit.runtime import autocast
 from nmtkit.scoring.metrics import MetricScore, corpus_bleu
 from nmtkit.search.decode import decode_sequences
-from nmtkit.training.data import ParallelSplit
+from nmtkit.training.data import ParallelSplit, TrainingData
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +60,27 @@ def validation_bleu(
     )
     texts = [tgt_text.decode(h[0].tokens) if h else "" for h in hyps]
     return corpus_bleu(texts, refs)
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationScores:
+    """One validation: the mean NLL per target token and the BLEU of greedy translations."""
+
+    nll: float
+    bleu: MetricScore
+
+
+def validation_scores(model: Seq2Seq, data: TrainingData, config: Config) -> ValidationScores:
+    """Score ``model`` on ``data``'s validation split (it must have one): the loss in the
+    training precision and batches, the BLEU with the search settings of ``config``."""
+    valid = data.valid
+    assert valid is not None
+    nll = validation_nll(
+        model,
+        valid,
+        max_tokens=config.train.max_tokens,
+        max_sentences=config.train.max_sentences,
+        precision=config.train.precision,
+    )
+    bleu = validation_bleu(model, valid, data.valid_refs, data.tgt_text, config.search)
+    return ValidationScores(nll=nll, bleu=bleu)

@@ -10,16 +10,13 @@ the text encodes to the pieces the search chose.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import logging
 import math
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import torch
 from torch import Tensor
@@ -28,12 +25,13 @@ from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.data.batching import collate
 from nmtkit.data.text import PAD_ID
 from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import atomic_write, count_lines, read_lines
+from nmtkit.files import open_output, read_pairs
 from nmtkit.models import Seq2Seq
 from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import Batch, SearchStrategy
 from nmtkit.runtime import autocast, resolve_precision, tune_allocator
-from nmtkit.search.decode import LengthPolicy, build_strategy
+from nmtkit.search.decode import build_strategy
+from nmtkit.search.length_policy import LengthPolicy
 from nmtkit.search.overrides import SearchOverrides, describe_search, resolve_search
 
 log = logging.getLogger(__name__)
@@ -222,22 +220,16 @@ def open_scorer(
     return scorer
 
 
-def read_pairs(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:
-    """Stream the sentence pairs of two line-parallel files. An empty translation is one (the
-    search outputs one when EOS wins at once); an empty source line is an error.
+def read_pairs_to_score(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:
+    """Stream the sentence pairs of two line-parallel files (:func:`nmtkit.files.read_pairs`).
+    An empty translation is one (the search outputs one when EOS wins at once); an empty
+    source line is an error.
 
     Raises:
         DataError: a missing or unreadable file, invalid UTF-8, an empty source line (naming the
             file and line), or files of different line counts (naming both counts).
     """
-    lines = itertools.zip_longest(read_lines(src_path), read_lines(tgt_path))
-    for number, (src, tgt) in enumerate(lines, start=1):
-        if src is None or tgt is None:  # read_lines yields str until the file ends
-            raise DataError(
-                f"{src_path} has {count_lines(src_path)} lines but {tgt_path} has "
-                f"{count_lines(tgt_path)}",
-                hint="give one translation per source line",
-            )
+    for number, (src, tgt) in enumerate(read_pairs(src_path, tgt_path), start=1):
         if not src.strip():
             raise DataError(
                 "empty source line",
@@ -251,9 +243,9 @@ def check_pairs(src_path: str | Path, tgt_path: str | Path) -> int:
     """Read two line-parallel files through, before any work: return the number of pairs.
 
     Raises:
-        DataError: see :func:`read_pairs`.
+        DataError: see :func:`read_pairs_to_score`.
     """
-    return sum(1 for _ in read_pairs(src_path, tgt_path))
+    return sum(1 for _ in read_pairs_to_score(src_path, tgt_path))
 
 
 def _number(value: float) -> float | None:
@@ -303,25 +295,15 @@ def score_files(
 
     Raises:
         ConfigError: an unknown format.
-        DataError: see :func:`read_pairs`; ``output`` cannot be written.
+        DataError: see :func:`read_pairs_to_score`; ``output`` cannot be written.
     """
     check_format(fmt)
     formatter = SCORE_FORMATS[fmt]
     count = 0
+    pairs = read_pairs_to_score(src_path, tgt_path)
     with open_output(output) as stream:
-        for count, item in enumerate(scorer.score_stream(read_pairs(src_path, tgt_path)), 1):
+        for count, item in enumerate(scorer.score_stream(pairs), 1):
             stream.write(formatter(count - 1, item))
             if output == "-" and count % CHUNK_SIZE == 0:
                 stream.flush()
     return count
-
-
-@contextlib.contextmanager
-def open_output(path: str) -> Iterator[IO[str]]:
-    """Stdout for '-', else ``path`` written atomically."""
-    if path == "-":
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    with atomic_write(path) as stream:
-        yield stream

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import Any
 
 from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.errors import unknown_name
-from nmtkit.files import atomic_write, check_writable
+from nmtkit.files import check_writable, open_output
 from nmtkit.translation.results import Translation
 
 
@@ -91,7 +90,7 @@ def open_translation_writer(path: str, fmt: str) -> Iterator[Callable[[Translati
         raise unknown_name("output format", fmt, FORMATS)
     formatter = FORMATS[fmt]
     with contextlib.ExitStack() as stack:
-        stream: IO[str] = sys.stdout if path == "-" else stack.enter_context(atomic_write(path))
+        stream = stack.enter_context(open_output(path))
 
         def write(item: Translation) -> None:
             stream.write(formatter(item))

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nmtkit.alignment.links import Link
+import torch
+
+from nmtkit.alignment.links import Link, argmax_links, piece_weights_to_words
+from nmtkit.data.text import TextPipeline
+from nmtkit.registry import Hypothesis
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,3 +50,30 @@ class Translation:
     @property
     def text(self) -> str:
         return self.candidates[0].text if self.candidates else ""
+
+
+def word_links(
+    weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str]
+) -> tuple[Link, ...]:
+    """Word links from attention over pieces [T+1, S+1] (EOS step and position included)."""
+    if not src_pieces or not tgt_pieces:
+        return ()
+    return tuple(argmax_links(piece_weights_to_words(weights, src_pieces, tgt_pieces)))
+
+
+def candidate_of(
+    hyp: Hypothesis | None,
+    src_pieces: list[str],
+    *,
+    tgt_text: TextPipeline,
+    with_alignment: bool,
+) -> Candidate:
+    """``hyp`` as detokenized text with its score and, ``with_alignment``, its word links to
+    ``src_pieces``; None (an empty line) is the empty candidate."""
+    if hyp is None:
+        return Candidate(text="", score=0.0, links=() if with_alignment else None)
+    links = None
+    if with_alignment and hyp.weights is not None:
+        tgt_pieces = tgt_text.id_to_piece(hyp.tokens)
+        links = word_links(hyp.weights, src_pieces, tgt_pieces)
+    return Candidate(text=tgt_text.decode(hyp.tokens), score=hyp.score, links=links)

@@ -18,11 +18,11 @@ import queue
 import stat
 import sys
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmtkit.files import decode_lines, read_lines
+from nmtkit.files import check_line_counts, decode_lines, read_lines
 
 DEFAULT_FLUSH_MS = 10.0  # a pause of this long ends a chunk read from a pipe or a terminal
 _PUT_WAIT_S = 0.1  # how often a reader blocked on a full queue checks whether it should stop
@@ -33,6 +33,33 @@ class _End:
     """The end of the input, or the error that ended it (raised where the lines are used)."""
 
     error: BaseException | None = None
+
+
+def read_with_prefixes(
+    path: str | Path, prefix_path: str | Path
+) -> tuple[Iterable[str], list[str]]:
+    """The lines of ``path`` ('-': stdin) and of the file of their target prefixes, one per
+    line (an empty line: none). A regular input file is read lazily (after counting it); stdin
+    or another pipe is read whole, to count it before anything is translated.
+
+    Raises:
+        DataError: either file is missing or not valid UTF-8, or their line counts differ.
+    """
+    prefixes = [line or "" for line in read_lines(prefix_path)]
+    lines: Iterable[str] = (line or "" for line in read_lines(path))
+    if str(path) == "-" or arrives_over_time(path):
+        lines = list(lines)  # a pipe is read once: hold it, to count it before translating
+        num_lines = len(lines)
+    else:
+        num_lines = sum(1 for _ in read_lines(path))
+    check_line_counts(
+        prefix_path,
+        len(prefixes),
+        path,
+        num_lines,
+        hint="give one prefix per input line; an empty line means no prefix",
+    )
+    return lines, prefixes
 
 
 def arrives_over_time(path: str | Path) -> bool:

@@ -2,7 +2,8 @@
 
 Each chunk is sorted by length, cut into batches under a token budget, searched, and written
 back in input order, so that a pipe or an interactive session sees each chunk as soon as it is
-done. Long lines follow the one :class:`~nmtkit.search.decode.LengthPolicy`. With sentence
+done. Long lines follow the one
+:class:`~nmtkit.search.length_policy.LengthPolicy`. With sentence
 splitting, a chunk's lines are cut into sentences, translated as one batch and joined back.
 """
 
@@ -13,36 +14,28 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from nmtkit import registry
-from nmtkit.alignment.links import Link, argmax_links, piece_weights_to_words
-from nmtkit.checkpoint import LoadedModel, load_model
+from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.text import words
-from nmtkit.errors import ConfigError, DataError
-from nmtkit.files import read_lines
+from nmtkit.errors import ConfigError
 from nmtkit.models import Seq2Seq
 from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import Hypothesis, SearchStrategy
-from nmtkit.runtime import check_line_memory, resolve_precision, tune_allocator
-from nmtkit.search.decode import LengthPolicy, build_strategy, decode_sequences
+from nmtkit.runtime import check_line_memory, resolve_precision
+from nmtkit.search.decode import build_strategy, decode_sequences
 from nmtkit.search.ensemble import Ensemble, check_vocabularies
-from nmtkit.search.overrides import (
-    SearchOverrides,
-    describe_search,
-    max_hypotheses,
-    resolve_search,
-)
-from nmtkit.search.shortlist import Shortlist
-from nmtkit.translation.results import Candidate, Part, Translation
-from nmtkit.translation.shortlist import open_shortlist
+from nmtkit.search.length_policy import LengthPolicy
+from nmtkit.shortlist.restricted import ShortlistSearch
+from nmtkit.shortlist.table import Shortlist
+from nmtkit.translation.options import check_options
+from nmtkit.translation.results import Candidate, Part, Translation, candidate_of
 from nmtkit.translation.splitting import (
     PREFIX_WITH_SPLITTING,
     SentenceSplitter,
     check_splitting,
     join_parts,
 )
-from nmtkit.translation.streaming import DEFAULT_FLUSH_MS, arrives_over_time, read_chunks
+from nmtkit.translation.streaming import DEFAULT_FLUSH_MS, read_chunks, read_with_prefixes
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +67,8 @@ class Translator:
         split_sentences: cut each line into sentences (sentencex, for the model's source
             language), translate them and join their translations (:class:`Translation`).
         shortlist: restrict each batch's output words to its candidates
-            (:mod:`nmtkit.search.shortlist`, which says what that changes in the scores).
+            (:class:`~nmtkit.shortlist.restricted.ShortlistSearch`; :mod:`nmtkit.shortlist`
+            says what that changes in the scores).
         ensemble_with: more models to translate with ``loaded`` as one ensemble: every
             step's log-probabilities are those of the mean of the models' probabilities and the
             attention is their mean (:mod:`nmtkit.search.ensemble`). The text pipelines and
@@ -176,20 +170,7 @@ class Translator:
                 yield from self.translate_chunk(chunk, offset=offset)
                 offset += len(chunk)
             return
-        prefixes = [line or "" for line in read_lines(prefix_path)]
-        lines: Iterable[str] = (line or "" for line in read_lines(path))
-        if str(path) == "-" or arrives_over_time(path):
-            lines = list(lines)  # a pipe is read once: hold it, to count it before translating
-            num_lines = len(lines)
-        else:
-            num_lines = sum(1 for _ in read_lines(path))
-        if num_lines != len(prefixes):
-            name = "<stdin>" if str(path) == "-" else str(path)
-            raise DataError(
-                f"has {len(prefixes)} lines but the input {name} has {num_lines}",
-                where=str(prefix_path),
-                hint="give one prefix per input line; an empty line means no prefix",
-            )
+        lines, prefixes = read_with_prefixes(path, prefix_path)
         yield from self.translate(lines, chunk_size=chunk_size, prefixes=prefixes)
 
     def translate(
@@ -251,7 +232,7 @@ class Translator:
                 index=offset + i,
                 source=line,
                 candidates=tuple(self._candidate(h, sentence.pieces) for h in sentence.hypotheses)
-                or (self._no_candidate(),),
+                or (self._candidate(None, []),),
             )
             for i, (line, sentence) in enumerate(zip(lines, found, strict=True))
         ]
@@ -273,7 +254,7 @@ class Translator:
                 sentence.hypotheses[0] if sentence.hypotheses else None for sentence in sentences
             ]
             parts = tuple(
-                Part(source=text, candidate=self._best(hyp, sentence.pieces))
+                Part(source=text, candidate=self._candidate(hyp, sentence.pieces))
                 for text, hyp, sentence in zip(split.sentences, best, sentences, strict=True)
             )
             joined = (
@@ -284,7 +265,7 @@ class Translator:
                     num_tgt_words=[self._num_tgt_words(hyp) for hyp in best],
                 )
                 if parts
-                else self._no_candidate()
+                else self._candidate(None, [])
             )
             translations.append(
                 Translation(index=offset + i, source=line, candidates=(joined,), parts=parts)
@@ -308,10 +289,13 @@ class Translator:
             for i in busy:
                 self._check_alignment_memory(len(ids[i]), what=labels[i])
         prefix_ids = self._encode_prefixes(prefixes)
+        strategy = self.strategy
+        if self.shortlist is not None:
+            strategy = ShortlistSearch(strategy, self.shortlist)
         hypotheses = decode_sequences(
             self.model,
             [ids[i] for i in busy],
-            self.strategy,
+            strategy,
             batch_size=self.batch_size,
             max_len_a=self.max_len_a,
             max_len_b=self.max_len_b,
@@ -319,7 +303,6 @@ class Translator:
             with_weights=self.with_alignment,
             prefixes=None if prefix_ids is None else [prefix_ids[i] for i in busy],
             precision=self.precision,
-            shortlist=self.shortlist,
         )
         by_text: list[list[Hypothesis]] = [[] for _ in texts]
         for i, hyps in zip(busy, hypotheses, strict=True):
@@ -343,136 +326,17 @@ class Translator:
             hint="bound it with --max-source-len, or the output with --max-len-a/--max-len-b",
         )
 
-    def _best(self, hyp: Hypothesis | None, src_pieces: list[str]) -> Candidate:
-        return self._no_candidate() if hyp is None else self._candidate(hyp, src_pieces)
+    def _candidate(self, hyp: Hypothesis | None, src_pieces: list[str]) -> Candidate:
+        """``hyp`` as text (:func:`candidate_of`); None, an empty line, as the empty one."""
+        return candidate_of(
+            hyp, src_pieces, tgt_text=self.loaded.tgt_text, with_alignment=self.with_alignment
+        )
 
     def _num_tgt_words(self, hyp: Hypothesis | None) -> int:
         return 0 if hyp is None else len(words(self.loaded.tgt_text.id_to_piece(hyp.tokens)))
-
-    def _no_candidate(self) -> Candidate:
-        """What an empty line translates to."""
-        return Candidate(text="", score=0.0, links=() if self.with_alignment else None)
 
     def _encode_prefixes(self, prefixes: Sequence[str] | None) -> list[list[int]] | None:
         if prefixes is None or not any(p.strip() for p in prefixes):
             return None
         tgt_text = self.loaded.tgt_text
         return [tgt_text.encode(p) if p.strip() else [] for p in prefixes]
-
-    def _candidate(self, hyp: Hypothesis, src_pieces: list[str]) -> Candidate:
-        text = self.loaded.tgt_text.decode(hyp.tokens)
-        links = None
-        if self.with_alignment and hyp.weights is not None:
-            tgt_pieces = self.loaded.tgt_text.id_to_piece(hyp.tokens)
-            links = word_links(hyp.weights, src_pieces, tgt_pieces)
-        return Candidate(text=text, score=hyp.score, links=links)
-
-
-def open_translator(
-    model_path: str | Path | Sequence[str | Path],
-    *,
-    search: SearchOverrides | None = None,
-    batch_size: int | None = None,
-    max_len_a: float | None = None,
-    max_len_b: int | None = None,
-    nbest: int = 1,
-    with_alignment: bool = False,
-    device: str = "cpu",
-    threads: int | None = None,
-    precision: str | None = None,
-    lengths: LengthPolicy | None = None,
-    split_sentences: bool = False,
-    shortlist: bool = False,
-) -> Translator:
-    """Load a model and set up its translator; None keeps the model's own search settings.
-
-    ``model_path`` is one model (a directory or a checkpoint file) or a sequence of them, which
-    translate as an ensemble (``ensemble_with`` of :class:`Translator`): the first model's
-    text pipelines, search settings and shortlist serve them all.
-
-    ``shortlist`` restricts the output words to the vocabulary shortlist in the (first) model's
-    directory (:func:`nmtkit.translation.shortlist.open_shortlist`).
-
-    Raises:
-        CheckpointError: a path holds no usable checkpoint.
-        DataError: ``shortlist`` and the model's directory has no usable shortlist for it.
-        ConfigError: no model path, models of different vocabularies, ``nbest`` above the
-            beam size or number of samples (or above 1 with ``split_sentences``), a batch size
-            below 1, a negative output cap, or search overrides that conflict or are out of
-            range (:func:`resolve_search`).
-    """
-    paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
-    if not paths:
-        raise ConfigError("no model to translate with", hint="give one with --model")
-    check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
-    check_splitting(split_sentences=split_sentences, nbest=nbest)  # before the model loads
-    if threads:
-        torch.set_num_threads(threads)
-    tune_allocator()
-    loaded, *others = [load_model(path, device=device) for path in paths]
-    if others:  # before the shortlist is opened: a mismatch is the first thing to report
-        check_vocabularies(
-            [member.vocab.fingerprint for member in (loaded, *others)],
-            names=[str(member.path) for member in (loaded, *others)],
-        )
-    spec = resolve_search(loaded.config.search.strategy, search or SearchOverrides(), nbest=nbest)
-    width = max_hypotheses(spec)
-    if nbest < 1 or nbest > width:
-        raise ConfigError(
-            f"--nbest must be between 1 and the beam size or number of samples ({width}), "
-            f"got {nbest}"
-        )
-    translator = Translator(
-        loaded,
-        strategy=build_strategy(spec),
-        batch_size=batch_size,
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        nbest=nbest,
-        with_alignment=with_alignment,
-        precision=precision,
-        lengths=lengths,
-        split_sentences=split_sentences,
-        shortlist=open_shortlist(loaded, ensemble_with=others) if shortlist else None,
-        ensemble_with=others,
-    )
-    if others:
-        names = ", ".join(str(member.path) for member in translator.members)
-        log.info("ensemble of %d models: %s", len(translator.members), names)
-    log.info("search: %s", describe_search(spec, precision=translator.precision))
-    return translator
-
-
-def check_options(
-    *,
-    batch_size: int | None = None,
-    max_len_a: float | None = None,
-    max_len_b: int | None = None,
-    chunk_size: int | None = None,
-    flush_ms: float | None = None,
-) -> None:
-    """Reject translation options out of range (None: not given), naming their flags.
-
-    Raises:
-        ConfigError: a batch or chunk size below 1, or a negative ``max_len_a``, ``max_len_b``
-            or ``flush_ms``.
-    """
-    for flag, value in (("--batch-size", batch_size), ("--chunk-size", chunk_size)):
-        if value is not None and value < 1:
-            raise ConfigError(f"{flag} must be at least 1, got {value}")
-    for flag, bound in (
-        ("--max-len-a", max_len_a),
-        ("--max-len-b", max_len_b),
-        ("--flush-ms", flush_ms),
-    ):
-        if bound is not None and bound < 0:
-            raise ConfigError(f"{flag} must be 0 or more, got {bound}")
-
-
-def word_links(
-    weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str]
-) -> tuple[Link, ...]:
-    """Word links from attention over pieces [T+1, S+1] (EOS step and position included)."""
-    if not src_pieces or not tgt_pieces:
-        return ()
-    return tuple(argmax_links(piece_weights_to_words(weights, src_pieces, tgt_pieces)))

@@ -4,7 +4,6 @@ has a timeout, so that a broken server fails a test instead of hanging it."""
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import signal
 import subprocess
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.processes import send, spawn
 
 TIMEOUT = 60.0  # seconds: start-up (torch, the model) or one answer on a busy machine
 URL = re.compile(r"serving .* on (http://[^\s]+) \(API docs")
@@ -55,11 +56,8 @@ def running_server(model_dir: Path, folder: Path, *flags: str) -> Iterator[Serve
     folder.mkdir(parents=True, exist_ok=True)
     stderr_path, stdout_path = folder / "server.err", folder / "server.out"
     command = [sys.executable, "-m", "nmtkit", "serve", "-m", str(model_dir), "--port", "0"]
-    env = {**os.environ, "NMTKIT_DEBUG": "0"}
     with open(stderr_path, "wb") as err, open(stdout_path, "wb") as out:
-        process = subprocess.Popen(
-            [*command, "--threads", "1", *flags], stdout=out, stderr=err, env=env
-        )
+        process = spawn([*command, "--threads", "1", *flags], stdout=out, stderr=err)
     try:
         found: list[str] = []
 
@@ -74,7 +72,7 @@ def running_server(model_dir: Path, folder: Path, *flags: str) -> Iterator[Serve
         yield server
     finally:
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+            send(process, signal.SIGTERM)
             try:
                 process.wait(TIMEOUT)
             except subprocess.TimeoutExpired:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from nmtkit.alignment.gold import alignment_error_rate, report_line
-from nmtkit.alignment.neural.learner import AlignerEnsemble
+from nmtkit.alignment.neural.aligners import AlignerEnsemble
 from nmtkit.alignment.pharaoh import read_pharaoh
 from tests.cli.runs import Invoke
 from tests.cli.test_cli_errors import assert_user_error, write_lines

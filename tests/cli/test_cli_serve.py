@@ -28,6 +28,7 @@ from tests.cli.server_process import (
     wait_until,
 )
 from tests.cli.test_cli_errors import assert_user_error
+from tests.processes import send
 
 # One worker runs them all: the servers of the module fixtures start once.
 pytestmark = pytest.mark.xdist_group("serve")
@@ -298,7 +299,7 @@ def test_sigterm_answers_the_requests_in_flight_and_exits_0(
         responses: list[httpx.Response] = []
         threads = [post_in_thread(server, {"text": sources[i]}, responses) for i in range(5)]
         wait_until(lambda: server.health()["queued_sentences"] == 5, what="5 in flight")
-        server.process.send_signal(signal.SIGTERM)
+        send(server.process, signal.SIGTERM)
         wait_until(lambda: refuses_connections(server.url), what="the listener to close")
         assert any(thread.is_alive() for thread in threads)  # closed while they wait
         for thread in threads:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from nmtkit.checkpoint import SHORTLIST, load_model
-from nmtkit.search.shortlist import Shortlist
+from nmtkit.shortlist.table import Shortlist
 from tests.cli.runs import Invoke, Run
 from tests.cli.test_cli import out_lines, stdin_of
 from tests.cli.test_cli_errors import assert_user_error

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nmtkit.search.overrides import SearchOverrides
-from nmtkit.translation.translator import open_translator
+from nmtkit.translation.loading import open_translator
 from tests.cli.runs import NUM_UPDATES, Invoke, Run, invoke
 from tests.cli.test_cli import PHARAOH_LINK, out_lines, stdin_of
 from tests.cli.test_cli_errors import assert_user_error, write_lines

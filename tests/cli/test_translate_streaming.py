@@ -19,6 +19,7 @@ import pytest
 from tests.cli.runs import Invoke
 from tests.cli.test_cli import BIN_DIR, out_lines
 from tests.cli.test_cli_errors import write_lines
+from tests.processes import spawn
 
 WAIT_S = 120.0  # the most any one answer may take (a model load included)
 
@@ -38,13 +39,11 @@ def read_line(fd: int, deadline: float) -> bytes:
 @contextmanager
 def running(args: list[str], *, stdin: int | None) -> Iterator[subprocess.Popen[bytes]]:
     """``nmtkit ARGS`` with stdout on a pipe, killed if it is still running at the end."""
-    env = {key: value for key, value in os.environ.items() if key != "NMTKIT_DEBUG"}
-    process = subprocess.Popen(
+    process = spawn(
         [str(BIN_DIR / "nmtkit"), *args, "--threads", "1", "-q"],
         stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=env,
     )
     try:
         yield process

@@ -20,7 +20,8 @@ import pytest
 from nmtkit.alignment.gold import alignment_error_rate
 from nmtkit.alignment.links import Link
 from nmtkit.alignment.neural import extract
-from nmtkit.alignment.neural.learner import LearnConfig, Pair, learn
+from nmtkit.alignment.neural.aligners import Pair
+from nmtkit.alignment.neural.learner import LearnConfig, learn
 from nmtkit.alignment.neural.model import AlignerConfig
 
 pytestmark = pytest.mark.slow

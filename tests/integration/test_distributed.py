@@ -22,6 +22,7 @@ import torch
 
 from nmtkit.config import load_config
 from nmtkit.training.trainer import train
+from tests.processes import child_env, send, spawn
 from tests.toy_corpora import preprocess_toy, reverse_pairs
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("distributed")]
@@ -86,12 +87,12 @@ def torchrun(
         *("--nproc-per-node", str(nproc), "--monitor-interval", "0.1"),
         *("-m", "nmtkit", "train", str(data), "-o", str(model_dir), *COMMON, *args),
     ]
-    return subprocess.Popen(
+    return spawn(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "NMTKIT_DEBUG": "0", **(env or {})},
+        env=child_env(NMTKIT_DEBUG="0", **(env or {})),
     )
 
 
@@ -247,7 +248,7 @@ def test_sigterm_to_torchrun_saves_once_and_resume_continues(toy: Path, tmp_path
     model_dir = tmp_path / "model"
     launcher = torchrun(2, toy, model_dir, "--set", "train.validate_every=100000")
     wait_for_updates(launcher, model_dir, 2)
-    launcher.send_signal(signal.SIGTERM)
+    send(launcher, signal.SIGTERM)
     code, output = finish(launcher)
     assert code != 0
     assert output.count("nmtkit: interrupted by SIGTERM") == 2, output  # each rank: exit 143

@@ -1,5 +1,6 @@
-"""Learning, not just running: RNNsearch learns to reverse sequences in about a minute of CPU,
-and concatenation augmentation teaches it to translate several sentences on one line."""
+"""Learning, not just running: RNNsearch learns to reverse sequences in about a minute of CPU
+(the shared ``reversal_model``), and concatenation augmentation teaches it to translate several
+sentences on one line."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from nmtkit.checkpoint import load_model
 from nmtkit.config import load_config
 from nmtkit.training.trainer import train
 from nmtkit.translation.translator import Translator
+from tests.integration.learned import REVERSAL_GROUP, LearnedModel
 from tests.toy_corpora import preprocess_toy, reverse_pairs, sentence_reverse_pairs
 
 pytestmark = pytest.mark.slow
@@ -23,14 +25,10 @@ def exact_match(model_dir: Path, pairs: list[tuple[str, str]]) -> float:
     return sum(out == ref for out, (_, ref) in zip(outputs, pairs, strict=True)) / len(pairs)
 
 
-def test_rnnsearch_learns_to_reverse_sequences(reverse_data: Path, tmp_path: Path) -> None:
-    config = load_config(
-        preset="tiny",
-        overrides=["train.max_updates=1200", "train.validate_every=400", "train.max_tokens=600"],
-    )
-    result = train(reverse_data, tmp_path / "model", config)
-    assert result.best_bleu is not None and result.best_bleu > 90
-    assert exact_match(tmp_path / "model", reverse_pairs(300, seed=7)) >= 0.95
+@REVERSAL_GROUP
+def test_rnnsearch_learns_to_reverse_sequences(reversal_model: LearnedModel) -> None:
+    assert reversal_model.best_bleu is not None and reversal_model.best_bleu > 90
+    assert exact_match(reversal_model.path, reverse_pairs(300, seed=7)) >= 0.95
 
 
 def test_resumed_run_continues_the_same_run(reverse_data: Path, tmp_path: Path) -> None:

@@ -5,12 +5,13 @@ folder with pip) and through ``--user-dir``; the CLI trains and translates with 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.processes import child_env, run
 
 PLUGIN_PROJECT = Path(__file__).parents[1] / "plugin_package"
 PLUGIN_FOLDER = PLUGIN_PROJECT / "nmtkit_cosine"
@@ -19,11 +20,8 @@ TRAIN = ["--preset", "tiny", "--set", "model.attention=cosine", "--max-updates",
 
 def nmtkit(*args: str, site: Path | None = None, stdin: str = "") -> subprocess.CompletedProcess:
     """Run ``python -m nmtkit ARGS`` in a fresh process, with ``site`` on its import path."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "NMTKIT_DEBUG": ""}
-    env.pop("PYTHONPATH", None)
-    if site is not None:
-        env["PYTHONPATH"] = str(site)
-    return subprocess.run(
+    env = child_env(PYTHONPATH=None if site is None else str(site))
+    return run(
         [sys.executable, "-m", "nmtkit", *args],
         input=stdin,
         capture_output=True,
@@ -38,13 +36,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example plugin, built and installed (metadata and entry point included) by pip."""
     target = tmp_path_factory.mktemp("site")
     build = tmp_path_factory.mktemp("build")
-    subprocess.run(
+    run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
         + ["--no-build-isolation", "--disable-pip-version-check", "--target", str(target)]
         + [str(PLUGIN_PROJECT)],
         check=True,
         cwd=build,
-        env={**os.environ, "PIP_NO_INPUT": "1"},
+        env=child_env(PIP_NO_INPUT="1"),
     )
     return target
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from nmtkit.data import workers
 from nmtkit.data.preprocess import PreprocessConfig, preprocess
 from nmtkit.data.text import CleanSettings
 from nmtkit.data.workers import ChunkPool, chunked
+from tests.processes import run
 
 NUM_PAIRS = 3000
 CHUNK = 256  # pairs per chunk here: 12 chunks, more than the 4 a pool of 2 keeps in flight
@@ -91,7 +91,7 @@ def test_the_command_with_two_workers_writes_the_same_data_dir(tmp_path: Path) -
     command += ["--trainpref", str(corpus / "train"), "--validpref", str(corpus / "valid")]
     command += ["--destdir", str(tmp_path / "command"), "--vocab-size", "400", "--workers", "2"]
     command += ["--max-len", "40", "--max-ratio", "4", "--dedup", "--max-pieces", "50"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    result = run(command, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "" and "Traceback" not in result.stderr
     _same_data_dirs(tmp_path / "library", tmp_path / "command")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+
+from tests.processes import run
 
 NMTKIT = [sys.executable, "-m", "nmtkit"]
 ERROR = "nmtkit: error:"
@@ -103,7 +104,7 @@ class Mounts:
         folder = self.base / name
         folder.mkdir()
         options = f"size={size}" + (",ro" if read_only else "")
-        done = subprocess.run(
+        done = run(
             ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
             capture_output=True,
             text=True,
@@ -115,8 +116,8 @@ class Mounts:
 
     def unmount_all(self) -> None:
         for folder in reversed(self.mounted):
-            if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
-                subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+            if run(["umount", str(folder)], capture_output=True).returncode != 0:
+                run(["umount", "-l", str(folder)], capture_output=True)
         self.mounted.clear()
 
 

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from tests.cli.runs import invoke
+from tests.processes import spawn
 from tests.reliability.checks import (
     NMTKIT,
     Mounts,
@@ -289,7 +290,7 @@ def test_translate_into_a_closed_pipe_exits_141_quietly(toy_model: Path, tmp_pat
     source = tmp_path / "many.txt"
     source.write_text("a b c d\n" * 1000, "utf-8")
     command = [*NMTKIT, "translate", "-m", str(toy_model), "-i", str(source), "--greedy", "-q"]
-    process = subprocess.Popen(
+    process = spawn(
         [*command, "--chunk-size", "1", "--threads", "1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -5,6 +5,9 @@ output file as it was and no temporary file.
 
 The runs are real processes (``python -m nmtkit train``) on one thread, so that a run is a pure
 function of its seed and the resumed run can be compared bit for bit with the uninterrupted one.
+They start with SIGINT and SIGTERM at their defaults (tests/processes.py), whatever the shell that
+started pytest left them at: a background job's children inherit SIGINT ignored, and nmtkit keeps
+an inherited "ignore", as the last test here checks.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.runs import invoke
+from tests.processes import send, spawn, undeliverable
 from tests.reliability.checks import NMTKIT, assert_same_weights
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("reliability-signals")]
@@ -45,7 +49,7 @@ def uninterrupted(toy_data: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 def start(data: Path, model_dir: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return spawn(
         [*NMTKIT, "train", str(data), "-o", str(model_dir), *TRAIN_ARGS],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -111,20 +115,29 @@ def finish(data: Path, model_dir: Path) -> None:
     assert "Traceback" not in result.output
 
 
+# Both signals stop a run the same way, so each strikes at another moment: SIGINT before the
+# first validation (its save is the run's first), SIGTERM after one.
 @pytest.mark.parametrize(
-    ("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+    ("signum", "status", "after"),
+    [(signal.SIGINT, 130, 3), (signal.SIGTERM, 143, 7)],
+    ids=["SIGINT-before-any-save", "SIGTERM-after-a-save"],
 )
 def test_a_stop_signal_saves_and_resume_reaches_the_uninterrupted_run(
-    toy_data: Path, uninterrupted: Path, tmp_path: Path, signum: int, status: int
+    toy_data: Path, uninterrupted: Path, tmp_path: Path, signum: int, status: int, after: int
 ) -> None:
     model_dir = tmp_path / "model"
     process = start(toy_data, model_dir)
-    wait_for_updates(process, model_dir, 7)
-    process.send_signal(signum)
+    wait_for_updates(process, model_dir, after)
+    process.send_signal(signal.SIGSTOP)  # held while the model dir is looked at
+    os.waitpid(process.pid, os.WUNTRACED)
+    assert (model_dir / "last.pt").is_file() == (after > 5)  # validate_every=5 saves
+    send(process, signum)  # pending until the run goes on
+    process.send_signal(signal.SIGCONT)
     _, stderr = process.communicate(timeout=DEADLINE_S)
     assert process.returncode == status, stderr
     assert "Traceback" not in stderr
-    assert stderr.splitlines()[-1].startswith("nmtkit: interrupted"), stderr
+    name = signal.Signals(signum).name
+    assert stderr.splitlines()[-1].startswith(f"nmtkit: interrupted by {name}"), stderr
     state = json.loads((model_dir / "metrics.jsonl").read_text("utf-8").splitlines()[-1])
     assert state["step"] < UPDATES, "the run ended before the signal: nothing was tested"
     assert (model_dir / "train_state.pt").is_file() and (model_dir / "last.pt").is_file()
@@ -165,21 +178,43 @@ def test_a_stop_signal_during_translate_keeps_the_earlier_output(
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("a b c d e f\n" * 5000, "utf-8")
     output.write_text("an earlier translation\n", "utf-8")
-    process = subprocess.Popen(
-        [*NMTKIT, "translate", "-m", str(toy_model), "-i", str(source), "--output", str(output)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + DEADLINE_S
-    while not (tmp_path / "out.txt.tmp").exists():  # translating into it
-        assert process.poll() is None, process.communicate()[1]
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    process.send_signal(signum)
+    process = translating(toy_model, source, output)
+    send(process, signum)
     _, stderr = process.communicate(timeout=DEADLINE_S)
     assert process.returncode == status, stderr
     assert "Traceback" not in stderr
     assert stderr.splitlines()[-1].startswith("nmtkit: interrupted"), stderr
     assert output.read_text("utf-8") == "an earlier translation\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]
+
+
+def translating(
+    model: Path, source: Path, output: Path, *, ignore: tuple[int, ...] = ()
+) -> subprocess.Popen[str]:
+    """``nmtkit translate -i SOURCE --output OUTPUT``, returned once it writes the output's
+    temporary file; ``ignore``: signals it starts with ignored, as a background job's child."""
+    command = [*NMTKIT, "translate", "-m", str(model), "-i", str(source), "--output", str(output)]
+    process = spawn(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, ignore=ignore
+    )
+    deadline = time.monotonic() + DEADLINE_S
+    while not output.with_name(output.name + ".tmp").exists():  # translating into it
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return process
+
+
+def test_translate_keeps_an_inherited_ignore_of_sigint(toy_model: Path, tmp_path: Path) -> None:
+    """As a shell's background job (``nmtkit translate ... &`` in a script) is started: with
+    SIGINT ignored, translate keeps ignoring it and finishes its output."""
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("a b c d e f\n" * 5000, "utf-8")
+    process = translating(toy_model, source, output, ignore=(signal.SIGINT,))
+    assert undeliverable(process.pid) == ["SIGINT ignored"]
+    assert process.poll() is None  # still translating
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=DEADLINE_S)
+    assert process.returncode == 0, stderr
+    assert len(output.read_text("utf-8").splitlines()) == 5000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]

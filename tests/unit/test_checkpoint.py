@@ -178,3 +178,70 @@ def test_a_full_disk_is_one_error_naming_the_file_and_keeps_the_old_one(
     assert str(caught.value) == f"{path}: cannot write: No space left on device"
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train_state.pt"]
+
+
+def a_model_checkpoint(path: Path, *, decoder_keys: dict[str, str]) -> dict[str, torch.Tensor]:
+    """Save a tiny model to ``path`` with its parameter names changed by ``decoder_keys`` (new
+    prefix -> the prefix written), as an older nmtkit wrote them; return its weights."""
+    from nmtkit.config import load_config
+    from nmtkit.data.text import TextSettings, train_sentencepiece
+    from nmtkit.models import build_model
+
+    lines = [f"{word} {number}" for word in ("a dog", "the cat", "one bird") for number in range(9)]
+    spm = train_sentencepiece(lines, model_type="bpe", vocab_size=40)
+    vocab = ckpt.Vocabulary(
+        src_lang="en",
+        tgt_lang="de",
+        settings=TextSettings(normalize=False),
+        src_spm=spm,
+        tgt_spm=spm,
+        max_src_len=9,
+    )
+    config = load_config(preset="tiny")
+    size = vocab.pipelines()[0].vocab_size
+    torch.manual_seed(0)
+    model = build_model(config.model, src_vocab_size=size, tgt_vocab_size=size, pad_id=0)
+    ckpt.save_checkpoint(path, model=model, config=config, vocab=vocab, step=1, bleu=None)
+    payload = torch.load(path, weights_only=True)
+    payload.pop("sha256")
+    renamed = {}
+    for name, tensor in payload["model"].items():
+        for new, old in decoder_keys.items():
+            name = name.replace(new, old) if name.startswith(new) else name
+        renamed[name] = tensor
+    payload["model"] = renamed
+    ckpt._save(path, payload)
+    return model.state_dict()
+
+
+def test_a_checkpoint_with_the_old_name_of_u_o_loads_under_the_new_one(tmp_path: Path) -> None:
+    """Checkpoints written before the readout's U_o was renamed (``readout_state`` ->
+    ``readout_hidden``) load with the same weights."""
+    path = tmp_path / "best.pt"
+    weights = a_model_checkpoint(
+        path, decoder_keys={"decoder.readout_hidden.": "decoder.readout_state."}
+    )
+    saved = torch.load(path, weights_only=True)["model"]
+    assert "decoder.readout_state.weight" in saved and "decoder.readout_hidden.weight" not in saved
+    loaded = ckpt.load_model(path).model.state_dict()
+    assert list(loaded) == list(weights)
+    assert all(torch.equal(loaded[name], weights[name]) for name in weights)
+
+
+def test_a_train_state_with_the_old_name_of_u_o_loads_under_the_new_one(tmp_path: Path) -> None:
+    state = a_state(1)
+    weight = torch.ones(4, 2)
+    state["model"] = {"decoder.readout_state.weight": weight, "decoder.output.bias": weight[0]}
+    state["config"] = {"model": {"decoder": {"name": "gru"}}}
+    ckpt.save_train_state(tmp_path / "train_state.pt", state)
+    loaded = ckpt.load_train_state(tmp_path / "train_state.pt")["model"]
+    assert list(loaded) == ["decoder.readout_hidden.weight", "decoder.output.bias"]
+    assert torch.equal(loaded["decoder.readout_hidden.weight"], weight)
+
+
+def test_renaming_touches_only_the_decoder_that_renamed_its_parameters() -> None:
+    weights = {"decoder.readout_state.weight": torch.zeros(1), "encoder.rnn.weight": torch.ones(1)}
+    plugin = {"model": {"decoder": {"name": "my-plugin"}}}
+    assert ckpt.renamed_parameters(weights, config=plugin) is weights
+    default = ckpt.renamed_parameters(weights, config={"model": {}})  # gru, the default decoder
+    assert list(default) == ["decoder.readout_hidden.weight", "encoder.rnn.weight"]

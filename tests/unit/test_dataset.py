@@ -13,7 +13,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtkit.data.dataset import TokenDataset, bin_path, idx_path, write_chunks, write_dataset
+from nmtkit.data.dataset import (
+    TokenDataset,
+    bin_path,
+    count_id,
+    dataset_info,
+    idx_path,
+    read_chunks,
+    read_lengths,
+    write_chunks,
+    write_dataset,
+)
+from nmtkit.data.text import UNK_ID
 from nmtkit.errors import DataError
 
 _sequences = st.lists(st.lists(st.integers(0, 70_000), max_size=20), max_size=30)
@@ -171,3 +182,44 @@ def test_an_id_out_of_range_names_its_sequence_across_chunks(tmp_path: Path) -> 
     with pytest.raises(DataError, match="in sequence 3$"):
         write_chunks(tmp_path / "d", chunks)
     assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=25)
+@given(_sequences, st.integers(1, 4))
+def test_reading_in_chunks_gives_what_the_memory_map_gives(
+    sequences: list[list[int]], chunk: int
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        prefix = Path(folder) / "d"
+        write_dataset(prefix, [*sequences, [UNK_ID, 5, UNK_ID]])
+        dataset = TokenDataset(prefix)
+        lengths = list(read_lengths(prefix, chunk=chunk))
+        assert all(0 < part.size <= chunk for part in lengths)
+        assert np.concatenate(lengths).tolist() == dataset.lengths.tolist()
+        read = [
+            ids[start - size : start].tolist()
+            for ids, sizes in read_chunks(prefix, lengths)
+            for start, size in zip(np.cumsum(sizes), sizes, strict=True)
+        ]
+        assert read == [dataset[i].tolist() for i in range(len(dataset))]
+        assert count_id(prefix, UNK_ID) == dataset.count(UNK_ID)
+        info = dataset_info(prefix)
+        assert (info.num_sentences, info.num_tokens) == (len(dataset), dataset.num_tokens)
+        assert info.dtype == dataset.dtype
+
+
+def test_offsets_file_is_the_one_np_save_writes(tmp_path: Path) -> None:
+    write_dataset(tmp_path / "d", [[4, 5], [], [6]])
+    with open(tmp_path / "saved.npy", "wb") as stream:
+        np.save(stream, np.array([0, 2, 2, 3], dtype=np.int64))
+    assert idx_path(tmp_path / "d").read_bytes() == (tmp_path / "saved.npy").read_bytes()
+
+
+def test_offsets_stream_to_disk_while_writing(tmp_path: Path) -> None:
+    chunks = ((np.ones(10_000), np.ones(10_000)) for _ in range(200))  # 2M one-token sentences
+    tracemalloc.start()
+    write_chunks(tmp_path / "d", chunks)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(TokenDataset(tmp_path / "d")) == 2_000_000
+    assert peak < 5_000_000  # the offsets alone are 16 MB

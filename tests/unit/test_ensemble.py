@@ -133,10 +133,14 @@ def test_a_shortlist_restricts_every_member_and_the_mean_is_over_the_candidates(
     prev = torch.full((1,), BOS_ID)
     with torch.no_grad():
         step = ensemble.decode_step(
-            prev, ensemble.init_state(ensemble.encode(src, lengths)), vocab=vocab
+            prev,
+            ensemble.init_state(ensemble.encode(src, lengths)),
+            shortlist=ensemble.shortlist_rows(vocab),
         )
         each = [
-            m.decode_step(prev, m.init_state(m.encode(src, lengths)), vocab=vocab).log_probs
+            m.decode_step(
+                prev, m.init_state(m.encode(src, lengths)), shortlist=m.shortlist_rows(vocab)
+            ).log_probs
             for m in (first, second)
         ]
     assert step.log_probs.shape == (1, vocab.numel())

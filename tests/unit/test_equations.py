@@ -170,7 +170,7 @@ def test_the_paper_initialization() -> None:
     for name, param in model.named_parameters():
         if param.dim() == 1:
             assert bool((param == 0).all()), name
-    for matrix in (model.src_embed.weight, decoder.embed.weight, decoder.readout_state.weight):
+    for matrix in (model.src_embed.weight, decoder.embed.weight, decoder.readout_hidden.weight):
         assert matrix.std().item() == pytest.approx(0.01, rel=0.1)
     assert decoder.output.weight.std().item() == pytest.approx(0.01, rel=0.1)
 

@@ -1,9 +1,10 @@
-"""What killed runs leave behind is cleaned up, and an unwritable output folder is named first."""
+"""What killed runs leave behind is cleaned up, and an unwritable output folder is named first;
+line-parallel files are read as pairs, with one error naming both files and their line counts;
+output goes to stdout or, atomically, to a file."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,16 +15,20 @@ from nmtkit.errors import DataError
 from nmtkit.files import (
     _host,
     atomic_write,
+    check_line_counts,
     check_writable_dir,
+    open_output,
+    read_pairs,
     remove_stale_staging,
     remove_stale_temporaries,
     staging_path,
 )
+from tests.processes import run
 
 
 def dead_pid() -> int:
     """The PID of a process that has exited (and been reaped)."""
-    process = subprocess.run(
+    process = run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         check=True,
         capture_output=True,
@@ -105,3 +110,54 @@ def test_check_writable_dir_names_a_read_only_folder(tmp_path: Path) -> None:
             check_writable_dir(tmp_path / "ro" / "model")
     finally:
         (tmp_path / "ro").chmod(0o755)
+
+
+def test_check_line_counts_names_both_files_and_their_counts() -> None:
+    check_line_counts("a.en", 3, "b.de", 3)
+    with pytest.raises(DataError) as caught:
+        check_line_counts("-", 3, "b.de", 2, hint="one line a pair")
+    assert str(caught.value) == "<stdin> has 3 lines but b.de has 2 (one line a pair)"
+
+
+@pytest.mark.parametrize(("num_src", "num_tgt"), [(3, 3), (3, 1), (1, 3), (0, 2), (2, 0)])
+def test_read_pairs_yields_the_pairs_or_names_both_counts(
+    tmp_path: Path, num_src: int, num_tgt: int
+) -> None:
+    src, tgt = tmp_path / "src.en", tmp_path / "tgt.de"
+    src.write_text("".join(f"s{i}\n" for i in range(num_src)), "utf-8")
+    tgt.write_text("".join(f"t{i}\n" for i in range(num_tgt)), "utf-8")
+    pairs = read_pairs(src, tgt)
+    if num_src == num_tgt:
+        assert list(pairs) == [(f"s{i}", f"t{i}") for i in range(num_src)]
+        return
+    with pytest.raises(DataError) as caught:
+        list(pairs)
+    assert str(caught.value).startswith(f"{src} has {num_src} lines but {tgt} has {num_tgt} (")
+
+
+def test_read_pairs_gives_none_for_a_side_that_is_not_utf8_when_asked(tmp_path: Path) -> None:
+    src, tgt = tmp_path / "src.en", tmp_path / "tgt.de"
+    src.write_bytes(b"a\n\xff\n")
+    tgt.write_text("x\ny\n", "utf-8")
+    assert list(read_pairs(src, tgt, skip_invalid=True)) == [("a", "x"), (None, "y")]
+    with pytest.raises(DataError, match=r"src\.en:2: invalid UTF-8"):
+        list(read_pairs(src, tgt))
+
+
+def test_open_output_writes_a_file_whole_or_not_at_all(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    path.write_text("old\n", "utf-8")
+    with pytest.raises(RuntimeError), open_output(str(path)) as stream:
+        stream.write("half\n")
+        raise RuntimeError("killed")
+    assert path.read_text("utf-8") == "old\n"
+    with open_output(str(path)) as stream:
+        stream.write("new\n")
+    assert path.read_text("utf-8") == "new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_open_output_dash_is_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    with open_output("-") as stream:
+        stream.write("to stdout\n")
+    assert capsys.readouterr().out == "to stdout\n"

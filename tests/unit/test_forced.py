@@ -15,7 +15,8 @@ from nmtkit.data.batching import collate
 from nmtkit.models import seq2seq
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.search import BeamSearch, GreedySearch, SamplingSearch
-from nmtkit.search.decode import LengthPolicy, decode_sequences
+from nmtkit.search.decode import decode_sequences
+from nmtkit.search.length_policy import LengthPolicy
 from nmtkit.translation.forced import (
     ForcedScorer,
     PairScore,

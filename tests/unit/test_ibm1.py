@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nmtkit.alignment.ibm1 import LexicalTable, train_ibm1
 from nmtkit.data.dataset import TokenDataset, write_dataset
 from nmtkit.errors import ConfigError, DataError
+from nmtkit.shortlist.ibm1 import LexicalTable, train_ibm1
 
 SRC_VOCAB = 30  # ids 4..29 are words
 TGT_VOCAB = 40

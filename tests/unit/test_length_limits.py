@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from nmtkit.alignment.corpus import align_corpus
+from nmtkit.alignment.attention_links import align_corpus
 from nmtkit.data.dataset import TokenDataset, write_dataset
 from nmtkit.data.preprocess import load_manifest, preprocess, summary_table
 from nmtkit.data.text import CleanSettings
 from nmtkit.errors import ConfigError, DataError
 from nmtkit.search import GreedySearch
-from nmtkit.search.decode import LengthPolicy, decode_sequences
+from nmtkit.search.decode import decode_sequences
+from nmtkit.search.length_policy import LengthPolicy
 from nmtkit.training.data import TrainingData
 from tests.toy_corpora import SYMBOLS, reverse_pairs, toy_config
 from tests.unit.test_models import random_ids, tiny_model

@@ -5,11 +5,22 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 import pytest
 
 from nmtkit.errors import Interrupted
-from nmtkit.training.loop import StopSignals
+from nmtkit.training.loop import STOP_SIGNALS, StopSignals
+
+
+@pytest.fixture
+def stop_signals_unblocked() -> Iterator[None]:
+    """The stop signals deliverable to this process for the test: a signal mask survives exec,
+    so pytest may have inherited them blocked from whatever started it. (An inherited "ignore"
+    does not matter: StopSignals installs its own handlers.)"""
+    previous = signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def deliver(signum: int) -> None:
@@ -26,6 +37,7 @@ def deliver(signum: int) -> None:
         (signal.SIGTERM, signal.SIGINT, 130),
     ],
 )
+@pytest.mark.usefixtures("stop_signals_unblocked")
 def test_the_first_stop_signal_is_noted_and_a_second_aborts(
     first: int, second: int, exit_code: int
 ) -> None:

@@ -8,7 +8,6 @@ import io
 import json
 import random
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from nmtkit.scoring.metrics import (
     score,
     score_files,
 )
+from tests.processes import run
 
 NUM_LINES = 200
 
@@ -71,7 +71,7 @@ def _sacrebleu_cli(refs: list[Path], hyp: Path, extra: list[str]) -> list[dict]:
     command = [str(exe)] if exe.exists() else [shutil.which("sacrebleu") or "sacrebleu"]
     command += [*map(str, refs), "-i", str(hyp), "-m", "bleu", "chrf", "ter", "-w", "4"]
     command += ["-f", "json", *extra]
-    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120)
+    done = run(command, capture_output=True, text=True, check=True, timeout=120)
     return json.loads(done.stdout)
 
 

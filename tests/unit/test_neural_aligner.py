@@ -13,15 +13,8 @@ import pytest
 import torch
 
 from nmtkit.alignment.neural import extract, hmm, spelling
-from nmtkit.alignment.neural.learner import (
-    AlignerPair,
-    LearnConfig,
-    Pair,
-    agreement_targets,
-    learn,
-    make_batches,
-    to_tensors,
-)
+from nmtkit.alignment.neural.aligners import AlignerPair, Pair, make_batches, to_tensors
+from nmtkit.alignment.neural.learner import LearnConfig, agreement_targets, learn
 from nmtkit.alignment.neural.model import AlignerConfig, DirectionalAligner, Lexicon, with_null
 from nmtkit.alignment.neural.vocab import NULL, PAD, SPECIALS, WordVocab
 from nmtkit.errors import CheckpointError, ConfigError, DataError
@@ -504,7 +497,7 @@ def test_word_weights_are_the_mean_posteriors_per_target_word() -> None:
 def test_make_batches_covers_each_pair_once_within_max_tokens() -> None:
     lengths = [(3, 4), (1, 1), (6, 2), (2, 7), (5, 5), (1, 2), (4, 4)]
     pairs = [([5] * s, [5] * t) for s, t in lengths]
-    batches = make_batches(pairs, 16, shuffle=False)
+    batches = make_batches(pairs, 16)
     assert sorted(index for batch in batches for index in batch) == list(range(len(pairs)))
     for batch in batches:
         longest = max(max(len(pairs[k][0]), len(pairs[k][1])) + 1 for k in batch)
@@ -723,7 +716,8 @@ def test_word_vocab_puts_specials_first_then_words_by_frequency() -> None:
 
 
 def test_an_ensemble_averages_its_members_posteriors_and_saves_them_all(tmp_path):
-    from nmtkit.alignment.neural.learner import AlignerEnsemble, LearnConfig, learn_ensemble
+    from nmtkit.alignment.neural.aligners import AlignerEnsemble
+    from nmtkit.alignment.neural.learner import LearnConfig, learn_ensemble
 
     pairs = [(["a", "b", "c"], ["x", "y", "z"]), (["b", "c"], ["y", "z"])] * 4
     config = LearnConfig(
@@ -748,7 +742,8 @@ def test_an_ensemble_averages_its_members_posteriors_and_saves_them_all(tmp_path
 
 
 def test_an_ensemble_refuses_members_of_other_texts():
-    from nmtkit.alignment.neural.learner import AlignerEnsemble, LearnConfig, learn
+    from nmtkit.alignment.neural.aligners import AlignerEnsemble
+    from nmtkit.alignment.neural.learner import LearnConfig, learn
 
     config = LearnConfig(aligner=AlignerConfig(dim=8, rnn_size=8), epochs=1, repeat=1)
     first, _ = learn([(["a", "b"], ["x", "y"])], config, show_progress=False)

@@ -228,7 +228,8 @@ def test_mismatched_line_counts_name_both_files_and_counts_and_write_nothing(
 def test_mismatch_in_test_split_is_found_before_any_work(corpus: Path, tmp_path: Path) -> None:
     _write(tmp_path / "test.en", ["a", "b"])
     _write(tmp_path / "test.de", ["a"])
-    with pytest.raises(DataError, match="differ in length"):
+    mismatch = r"test corpus: .*test\.en has 2 lines but .*test\.de has 1"
+    with pytest.raises(DataError, match=mismatch):
         preprocess(_config(corpus, tmp_path / "out", testpref=str(tmp_path / "test")))
     assert not (tmp_path / "out").exists()
 

@@ -80,3 +80,28 @@ def test_without_torchao_int8_is_one_config_error_naming_the_install(
         quantize_int8(tiny_model())
     assert "pip install torchao" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_int8_marks_the_layers_it_converts_and_a_shortlist_then_projects_onto_all_rows(
+    torchao: object,
+) -> None:
+    from nmtkit.models.quantization import has_int8_weight
+
+    model = tiny_model()
+    assert model.output_layer() is model.decoder.output
+    quantize_int8(model)
+    layers = linear_layers(model.decoder)
+    assert has_int8_weight(layers["output"])
+    for name, layer in layers.items():  # every converted layer is marked, and only those
+        wide = min(layer.in_features, layer.out_features) >= MIN_WIDTH
+        assert has_int8_weight(layer) == wide, name
+    assert model.output_layer() is None  # int8 rows cannot be cut, nor trained
+    ids = torch.tensor([0, 1, 2, 3, 7, 11, 30])
+    rows = model.shortlist_rows(ids)
+    assert rows.weight is None and rows.bias is None
+    batch = collate([[5, 6, 7, 8, 2], [9, 10, 2]], [[11, 12, 2], [13, 2]], [0, 1])
+    with torch.inference_mode():
+        state = model.init_state(model.encode(batch.src, batch.src_lengths))
+        full = model.decode_step(batch.tgt_in[:, 0], state)
+        listed = model.decode_step(batch.tgt_in[:, 0], state, shortlist=rows)
+    assert torch.allclose(listed.log_probs, full.log_probs[:, ids].log_softmax(-1), atol=1e-5)

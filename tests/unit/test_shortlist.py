@@ -14,7 +14,8 @@ from nmtkit.data.batching import collate, collate_source, pad
 from nmtkit.data.text import BOS_ID, EOS_ID, PAD_ID
 from nmtkit.errors import DataError
 from nmtkit.registry import Hypothesis, SearchStrategy
-from nmtkit.search.shortlist import SPECIAL_IDS, Shortlist
+from nmtkit.shortlist.restricted import ShortlistSearch
+from nmtkit.shortlist.table import SPECIAL_IDS, Shortlist
 from tests.unit.test_models import VOCAB, random_ids
 from tests.unit.test_search import beam, greedy, sampling, sharp_model
 
@@ -61,7 +62,7 @@ def search(
     with torch.no_grad():
         if using is None:
             return strategy.search(model, src, lengths, **arguments)
-        return using.search(strategy, model, src, lengths, **arguments)
+        return ShortlistSearch(strategy, using).search(model, src, lengths, **arguments)
 
 
 STRATEGIES = [

@@ -7,7 +7,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from nmtkit.scoring.significance import (
     check_significance_options,
     paired_test,
 )
+from tests.processes import run
 
 NUM_LINES = 80
 NUM_SAMPLES = 60  # small, for speed; sacrebleu's defaults are 1000 (bs) and 10000 (ar)
@@ -65,14 +65,8 @@ def _sacrebleu(files: list[Path], *args: str) -> str:
     """Run the sacrebleu command's paired test; its text table (its JSON fails on chrF and TER)."""
     ref, *hyps = (str(p) for p in files)
     command = [str(SACREBLEU), ref, "-i", *hyps, "-m", "bleu", "chrf", "ter", "-f", "text"]
-    env = {k: v for k, v in os.environ.items() if k != "SACREBLEU_SEED"}
-    done = subprocess.run(
-        [*command, "-w", "4", *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-        timeout=120,
+    done = run(  # the suite's environment has no SACREBLEU_SEED (tests/processes.py)
+        [*command, "-w", "4", *args], capture_output=True, text=True, check=True, timeout=120
     )
     return done.stdout
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-PAD, NULL, BOS = 0, 1, 2
+from nmtkit.data.text import PAD_ID
+
+PAD, NULL, BOS = PAD_ID, 1, 2  # PAD is the data's, so that nmtkit.data.batching.pad pads here
 SPECIALS = ("<pad>", "<null>", "<bos>")
 
 

@@ -1,55 +1,40 @@
-"""Align sentence pairs with trained models: attention as word links, one or both directions.
-
-A link is a pair (i, j) of a 0-based source word i and a 0-based target word j. One direction's
-links come from its attention by an extraction method (``argmax``, ``threshold``); the
-bidirectional methods (``grow-diag-final`` and others) combine a source->target model's links
-with a target->source model's.
-"""
+"""Align files with trained models: the options checked, the models loaded, the pairs read, and
+Pharaoh lines, soft JSON records, heatmaps and gold scores written (``nmtkit align``)."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
 import json
-import sys
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import numpy as np
-
+from nmtkit.alignment.attention_links import (
+    WordAlignment,
+    align_corpus,
+    is_bidirectional,
+    require_alignment,
+    symmetrize_corpus,
+)
 from nmtkit.alignment.gold import AlignmentScores, GoldFile, alignment_error_rate
 from nmtkit.alignment.heatmap import PLOT_FORMATS, plot_heatmap, soft_record
-from nmtkit.alignment.links import (
-    EXTRACTORS,
-    Extractor,
-    Link,
-    extractor,
-    piece_weights_to_words,
-)
+from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import format_pharaoh
-from nmtkit.alignment.symmetrize import SYMMETRIZERS, symmetrizer
-from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import atomic_write, check_writable, check_writable_dir, count_lines, read_lines
+from nmtkit.alignment.symmetrize import SYMMETRIZERS
+from nmtkit.errors import ConfigError, unknown_name
+from nmtkit.files import (
+    check_line_counts,
+    check_writable,
+    check_writable_dir,
+    count_lines,
+    open_output,
+    read_lines,
+)
 
 if TYPE_CHECKING:  # torch is imported only when a model runs: --evaluate needs none
-    from nmtkit.search.decode import LengthPolicy
-
-_ALIGN_CHUNK = 1000  # pairs read, sorted by length and batched at a time
-# The bytes per (target x source) piece that aligning one pair holds: the decoder's [T, S] fp32
-# weights and the float64 copies of the merge to words (measured: 1.9 GB at 5900 x 5900).
-_BYTES_PER_CELL = 56
-
-
-@dataclass(frozen=True, kw_only=True)
-class WordAlignment:
-    """One sentence pair's attention gathered to words, and the links extracted from it."""
-
-    src_words: list[str]
-    tgt_words: list[str]
-    weights: np.ndarray  # [T_words, S_words], rows sum to 1
-    links: list[Link]
+    from nmtkit.search.length_policy import LengthPolicy
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -75,149 +60,6 @@ class AlignOutput:
     soft: bool = False
     plot_dir: Path | None = None
     plot_format: str = "png"
-
-
-def method_names() -> list[str]:
-    """Every ``--method``: the one-direction extraction methods, then the bidirectional ones."""
-    return [*EXTRACTORS, *SYMMETRIZERS]
-
-
-def is_bidirectional(method: str) -> bool:
-    """Whether ``method`` combines two directions' links (and so needs a reverse model).
-
-    Raises:
-        ConfigError: no method has that name.
-    """
-    if method not in EXTRACTORS and method not in SYMMETRIZERS:
-        raise unknown_name("alignment method", method, method_names())
-    return method in SYMMETRIZERS
-
-
-def align_corpus(
-    loaded: Any,
-    src_lines: Iterable[str],
-    tgt_lines: Iterable[str],
-    *,
-    method: str = "argmax",
-    threshold: float = 0.5,
-    batch_size: int = 64,
-    lengths: LengthPolicy | None = None,
-    precision: str = "fp32",
-    ensemble_with: Sequence[Any] = (),
-) -> Iterator[WordAlignment]:
-    """Force-decode each target with the model and turn its attention into word alignments.
-
-    Pairs are read in chunks, sorted by length and force-decoded in batches under the token
-    budget of ``lengths`` (the longer side counts); a side longer than its
-    ``max_source_len`` is cut to it, with a warning naming the pair. Alignments come back in
-    input order.
-
-    Args:
-        loaded: a :class:`nmtkit.checkpoint.LoadedModel`.
-        src_lines, tgt_lines: raw sentence pairs, as many of each.
-        method: a one-direction extraction method (see ``nmtkit.alignment.links.EXTRACTORS``).
-        threshold: the least weight a link needs, for ``threshold``.
-        batch_size: the most pairs in a batch.
-        lengths: the length policy; :class:`~nmtkit.search.decode.LengthPolicy`'s defaults
-            when None.
-        precision: of the matrix products (:func:`nmtkit.runtime.resolve_precision`); ``int8``
-            gives the model's decoder int8 weights in place
-            (:func:`nmtkit.models.quantization.quantize_int8`).
-        ensemble_with: more models (of ``loaded``'s vocabulary, checked by the caller) whose
-            attention is averaged with ``loaded``'s (:meth:`nmtkit.search.ensemble.Ensemble.
-            force_decode`); the text pipelines are ``loaded``'s.
-
-    Raises:
-        ConfigError: an unknown method or precision, a threshold outside (0, 1], or ``int8``
-            without torchao.
-        DataError: the two sides differ in length.
-    """
-    import torch
-
-    from nmtkit.data.batching import collate
-    from nmtkit.models.quantization import quantize_int8
-    from nmtkit.runtime import autocast, check_line_memory, resolve_precision
-    from nmtkit.search.decode import LengthPolicy
-    from nmtkit.search.ensemble import Ensemble
-
-    extract = extractor(method)
-    policy = lengths or LengthPolicy()
-    pairs = iter(zip(src_lines, tgt_lines, strict=True))
-    models = [member.model for member in (loaded, *ensemble_with)]
-    model = (Ensemble(models) if ensemble_with else loaded.model).eval()
-    device = next(model.parameters()).device
-    precision = resolve_precision(precision, device)
-    if precision == "int8":
-        for member in models:
-            quantize_int8(member)
-    offset = 0
-    while chunk := list(itertools.islice(pairs, _ALIGN_CHUNK)):
-        src_ids, tgt_ids = [], []
-        for number, (src, tgt) in enumerate(chunk, start=offset + 1):
-            src_ids.append(policy.cut(loaded.src_text.encode(src), what=f"pair {number} source"))
-            tgt_ids.append(policy.cut(loaded.tgt_text.encode(tgt), what=f"pair {number} target"))
-            check_line_memory(  # before the chunk's work; EOS counts on both sides
-                (len(src_ids[-1]) + 1) * (len(tgt_ids[-1]) + 1) * _BYTES_PER_CELL,
-                what=f"pair {number}",
-                size=f"{len(src_ids[-1])} source x {len(tgt_ids[-1])} target pieces",
-                hint="bound both sides with --max-source-len, which cuts a longer side to it",
-            )
-        found: list[WordAlignment | None] = [None] * len(chunk)
-        lengths_of = ([len(ids) for ids in src_ids], [len(ids) for ids in tgt_ids])
-        for rows in policy.batches(*lengths_of, max_sentences=batch_size):
-            with torch.inference_mode(), autocast(precision, device):
-                batch = collate([src_ids[i] for i in rows], [tgt_ids[i] for i in rows], rows)
-                weights = model.force_decode(batch.to(device)).cpu()  # [b, T+1, S+1]
-            for row, i in enumerate(rows):
-                src_pieces = loaded.src_text.id_to_piece(src_ids[i])
-                tgt_pieces = loaded.tgt_text.id_to_piece(tgt_ids[i])
-                found[i] = _word_alignment(weights[row], src_pieces, tgt_pieces, extract, threshold)
-            del weights
-        for item in found:
-            assert item is not None
-            yield item
-        offset += len(chunk)
-
-
-def _word_alignment(
-    weights: Any,
-    src_pieces: list[str],
-    tgt_pieces: list[str],
-    extract: Extractor,
-    threshold: float,
-) -> WordAlignment:
-    """One pair's word weights and links from its attention over pieces [>=T, >=S]."""
-    from nmtkit.data.text import words
-
-    src_words, tgt_words = words(src_pieces), words(tgt_pieces)
-    if not src_pieces or not tgt_pieces:
-        empty = np.zeros((len(tgt_words), len(src_words)))
-        return WordAlignment(src_words=src_words, tgt_words=tgt_words, weights=empty, links=[])
-    merged = piece_weights_to_words(weights, src_pieces, tgt_pieces)
-    links = extract(merged, threshold)
-    return WordAlignment(src_words=src_words, tgt_words=tgt_words, weights=merged, links=links)
-
-
-def symmetrize_corpus(
-    forward: Iterable[WordAlignment], backward: Iterable[WordAlignment], *, method: str
-) -> Iterator[WordAlignment]:
-    """Combine source->target alignments with target->source ones of the same pairs.
-
-    ``backward`` aligns each pair the other way round (its source is the target); its links
-    are transposed before ``method`` combines them. Each item keeps the forward weights.
-
-    Raises:
-        ConfigError: ``method`` is not a symmetrization method.
-        DataError: the two sides differ in length, or split a pair into different words.
-    """
-    combine = symmetrizer(method)
-    for number, (fwd, bwd) in enumerate(zip(forward, backward, strict=True), start=1):
-        if (len(bwd.tgt_words), len(bwd.src_words)) != (len(fwd.src_words), len(fwd.tgt_words)):
-            raise DataError(
-                f"sentence pair {number}: the two models split it into different words",
-                hint="preprocess both directions with the same text settings",
-            )
-        yield replace(fwd, links=combine(fwd.links, [(i, j) for j, i in bwd.links]))
 
 
 def _check_options(
@@ -253,11 +95,10 @@ def _check_options(
 
 def _check_lines(src_path: Path, tgt_path: Path, gold: GoldFile | None) -> None:
     """Require one line per pair in the source, the target and the gold file."""
-    num_src, num_tgt = count_lines(src_path), count_lines(tgt_path)
-    if num_src != num_tgt:
-        raise DataError(f"{src_path} has {num_src} lines but {tgt_path} has {num_tgt}")
-    if gold is not None and (num_gold := count_lines(gold.path)) != num_src:
-        raise DataError(f"{src_path} has {num_src} lines but gold {gold.path} has {num_gold}")
+    num_src = count_lines(src_path)
+    check_line_counts(src_path, num_src, tgt_path, count_lines(tgt_path))
+    if gold is not None:
+        check_line_counts(src_path, num_src, f"gold {gold.path}", count_lines(gold.path))
 
 
 def _check_directions(forward: Any, reverse: Any, reverse_path: str | Path) -> None:
@@ -268,22 +109,6 @@ def _check_directions(forward: Any, reverse: Any, reverse_path: str | Path) -> N
         raise ConfigError(
             f"--reverse-model {reverse_path} translates {got[0]}->{got[1]}, "
             f"expected {want[0]}->{want[1]}"
-        )
-
-
-def require_alignment(loaded: Any, model_path: str | Path) -> None:
-    """Require a model whose attention weights are an alignment (``AttentionScorer.aligns``).
-
-    Raises:
-        ConfigError: the model's attention does not align (e.g. RNNencdec's fixed context).
-    """
-    from nmtkit import registry
-
-    name = loaded.config.model.attention.name
-    if not registry.get("attention", name).aligns:
-        raise ConfigError(
-            f"model {model_path} has attention {name!r}, whose weights are not an alignment",
-            hint="align with a model that attends, e.g. one trained with attention 'additive'",
         )
 
 
@@ -481,4 +306,4 @@ def align_files(
 def _open_output(path: str | None, stack: contextlib.ExitStack) -> IO[str] | None:
     if path is None:
         return None
-    return sys.stdout if path == "-" else stack.enter_context(atomic_write(path))
+    return stack.enter_context(open_output(path))

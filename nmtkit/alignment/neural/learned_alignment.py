@@ -14,16 +14,11 @@ from nmtkit.alignment.gold import AlignmentScores, GoldFile, alignment_error_rat
 from nmtkit.alignment.heatmap import PLOT_FORMATS, plot_heatmap
 from nmtkit.alignment.links import Link
 from nmtkit.alignment.neural import extract
-from nmtkit.alignment.neural.learner import (
-    AlignerEnsemble,
-    LearnConfig,
-    LearnReport,
-    Pair,
-    learn_ensemble,
-)
+from nmtkit.alignment.neural.aligners import AlignerEnsemble, Pair
+from nmtkit.alignment.neural.learner import LearnConfig, LearnReport, learn_ensemble
 from nmtkit.alignment.pharaoh import format_pharaoh
-from nmtkit.errors import ConfigError, DataError
-from nmtkit.files import atomic_write, read_lines
+from nmtkit.errors import ConfigError
+from nmtkit.files import open_output, read_pairs
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -64,24 +59,18 @@ class LearnedAlignment:
     scores: AlignmentScores | None
 
 
-def read_pairs(
+def read_tokenized_pairs(
     src_path: str | Path, tgt_path: str | Path, *, lowercase: bool, limit: int | None = None
 ) -> list[Pair]:
-    """Whitespace-tokenized sentence pairs of two line-aligned files (``.gz`` too).
+    """Whitespace-tokenized sentence pairs of two line-aligned files (``.gz`` too), the first
+    ``limit`` of them.
 
     Raises:
-        DataError: a file is unreadable, not UTF-8, or the line counts differ (naming both).
+        DataError: a file is unreadable, not UTF-8, or the line counts differ (naming both;
+            see :func:`nmtkit.files.read_pairs`).
     """
-    src_lines = list(itertools.islice(read_lines(src_path), limit))
-    tgt_lines = list(itertools.islice(read_lines(tgt_path), limit))
-    if len(src_lines) != len(tgt_lines):
-        raise DataError(
-            f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)}",
-            hint="a parallel corpus has one sentence a line on each side",
-        )
     pairs: list[Pair] = []
-    for src, tgt in zip(src_lines, tgt_lines, strict=True):
-        src, tgt = src or "", tgt or ""
+    for src, tgt in itertools.islice(read_pairs(src_path, tgt_path), limit):
         if lowercase:
             src, tgt = src.lower(), tgt.lower()
         pairs.append((src.split(), tgt.split()))
@@ -122,11 +111,13 @@ def learn_and_align(
     extraction = extraction or Extraction()
     if aligner is not None:
         lowercase = aligner.lowercase  # read the text as the aligner learned it
-    pairs = read_pairs(src_path, tgt_path, lowercase=lowercase)
+    pairs = read_tokenized_pairs(src_path, tgt_path, lowercase=lowercase)
     reports: list[LearnReport] = []
     if aligner is None:
         extra_pairs = [
-            pair for src, tgt in extra for pair in read_pairs(src, tgt, lowercase=lowercase)
+            pair
+            for src, tgt in extra
+            for pair in read_tokenized_pairs(src, tgt, lowercase=lowercase)
         ]
         aligner, reports = learn_ensemble(
             pairs, config or LearnConfig(), extra=extra_pairs, show_progress=show_progress
@@ -161,12 +152,5 @@ def learn_and_align(
 
 
 def _write_links(output: str, links: list[list[Link]]) -> None:
-    lines = "".join(format_pharaoh(pair) + "\n" for pair in links)
-    if output == "-":
-        import sys
-
-        sys.stdout.write(lines)
-        sys.stdout.flush()
-        return
-    with atomic_write(output) as stream:
-        stream.write(lines)
+    with open_output(output) as stream:
+        stream.write("".join(format_pharaoh(pair) + "\n" for pair in links))

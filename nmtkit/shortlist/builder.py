@@ -1,16 +1,14 @@
 """A model directory's vocabulary shortlist (``shortlist.npz``): built by IBM Model 1 from the
-training pairs of the model's data dir, and opened for ``translate --shortlist``."""
+training pairs of the model's data dir (``nmtkit shortlist``), and opened for
+``translate --shortlist``."""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmtkit.alignment.ibm1 import DEFAULT_ITERATIONS, DEFAULT_MAX_PAIRS, train_ibm1
 from nmtkit.checkpoint import (
     SHORTLIST,
     LoadedModel,
@@ -21,7 +19,8 @@ from nmtkit.checkpoint import (
 from nmtkit.data.datadir import load_manifest, load_pipeline
 from nmtkit.data.dataset import TokenDataset
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.search.shortlist import Shortlist
+from nmtkit.shortlist.ibm1 import DEFAULT_ITERATIONS, DEFAULT_MAX_PAIRS, train_ibm1
+from nmtkit.shortlist.table import Shortlist
 
 log = logging.getLogger(__name__)
 
@@ -122,24 +121,16 @@ def build_shortlist(
     )
 
 
-def open_shortlist(loaded: LoadedModel, *, ensemble_with: Sequence[LoadedModel] = ()) -> Shortlist:
+def open_shortlist(loaded: LoadedModel) -> Shortlist:
     """The shortlist in ``loaded``'s model directory, checked against its vocabulary.
 
-    ``ensemble_with`` are the other models of an ensemble with ``loaded``: they share its
-    vocabulary, and so its shortlist, and their decoders must take one too.
+    The models of an ensemble share ``loaded``'s vocabulary, and so its shortlist; every
+    decoder takes one (:meth:`nmtkit.registry.Decoder.shortlist_step`).
 
     Raises:
-        ConfigError: a model's decoder (a plugin's) takes no shortlist in its ``step``.
         DataError: there is none (the hint says how to build it), it is damaged, or it was
             built for another vocabulary.
     """
-    for member in (loaded, *ensemble_with):
-        decoder = member.model.decoder
-        if "vocab" not in inspect.signature(decoder.step).parameters:
-            raise ConfigError(
-                f"the decoder {type(decoder).__name__} of {member.path} takes no vocabulary "
-                "shortlist (its step() has no vocab argument), so no --shortlist"
-            )
     model_dir = loaded.path.parent
     path = model_dir / SHORTLIST
     if not path.is_file():

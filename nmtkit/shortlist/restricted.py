@@ -1,0 +1,170 @@
+"""A search strategy restricted to each batch's shortlist candidates (:mod:`nmtkit.shortlist`
+says what that changes in the scores)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from nmtkit.models import Seq2Seq
+from nmtkit.registry import (
+    DecoderState,
+    EncoderOutput,
+    Hypothesis,
+    SearchStrategy,
+    ShortlistRows,
+    StepOutput,
+    Translatable,
+)
+from nmtkit.search.ensemble import Ensemble
+from nmtkit.shortlist.table import SPECIAL_IDS, Shortlist
+
+log = logging.getLogger(__name__)
+
+
+class ShortlistSearch(SearchStrategy):
+    """``strategy`` over each batch's candidates of ``shortlist``: the sentences the table
+    covers over their candidates alone, the others (if any) apart, over the whole vocabulary.
+    Its scores are ``strategy``'s."""
+
+    def __init__(self, strategy: SearchStrategy, shortlist: Shortlist) -> None:
+        super().__init__(strategy.config)
+        self.strategy = strategy
+        self.shortlist = shortlist
+
+    def score(
+        self, log_prob: Tensor, *, lengths: Tensor, coverage: Tensor, pad_mask: Tensor
+    ) -> Tensor:
+        return self.strategy.score(log_prob, lengths=lengths, coverage=coverage, pad_mask=pad_mask)
+
+    def search(
+        self,
+        model: Translatable,
+        src: Tensor,
+        lengths: Tensor,
+        *,
+        max_lengths: Tensor,
+        pad_id: int,
+        bos_id: int,
+        eos_id: int,
+        with_weights: bool = False,
+        prefix: Tensor | None = None,
+    ) -> list[list[Hypothesis]]:
+        assert isinstance(model, Seq2Seq | Ensemble), "a shortlist cuts a model's output rows"
+        special = (*SPECIAL_IDS, pad_id, bos_id, eos_id)
+        covered = self.shortlist.covers(src, special=special)  # [B]
+        found: list[list[Hypothesis]] = [[] for _ in range(src.size(0))]
+        for rows, restrict in (
+            (covered.nonzero()[:, 0], True),
+            ((~covered).nonzero()[:, 0], False),
+        ):
+            if rows.numel() == 0:
+                continue
+            part = _Part(
+                src=src[rows],
+                lengths=lengths[rows],
+                max_lengths=max_lengths[rows],
+                prefix=None if prefix is None else prefix[rows],
+            )
+            if restrict:
+                vocab = self.shortlist.candidates(part.src, prefix=part.prefix, special=special)
+                log.debug(
+                    "shortlist: %d of %d target pieces for %d sentences",
+                    vocab.numel(),
+                    self.shortlist.tgt_vocab_size,
+                    rows.numel(),
+                )
+            else:
+                vocab = None
+                log.debug("shortlist: %d sentences not covered: whole vocabulary", rows.numel())
+            hyps = part.search(
+                self.strategy,
+                model,
+                vocab,
+                pad_id=pad_id,
+                bos_id=bos_id,
+                eos_id=eos_id,
+                with_weights=with_weights,
+            )
+            for row, sentence in zip(rows.tolist(), hyps, strict=True):
+                found[row] = sentence
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """Some sentences of a batch: source ids [b, S], lengths and caps [b], prefixes [b, P]."""
+
+    src: Tensor
+    lengths: Tensor
+    max_lengths: Tensor
+    prefix: Tensor | None
+
+    def search(
+        self,
+        strategy: SearchStrategy,
+        model: Seq2Seq | Ensemble,
+        vocab: Tensor | None,
+        *,
+        pad_id: int,
+        bos_id: int,
+        eos_id: int,
+        with_weights: bool,
+    ) -> list[list[Hypothesis]]:
+        """Search over the candidates ``vocab`` [V'] (ascending) in their own numbering, the
+        tokens mapped back to ids, or over the whole vocabulary when ``vocab`` is None."""
+        if vocab is None:
+            return strategy.search(
+                model,
+                self.src,
+                self.lengths,
+                max_lengths=self.max_lengths,
+                pad_id=pad_id,
+                bos_id=bos_id,
+                eos_id=eos_id,
+                with_weights=with_weights,
+                prefix=self.prefix,
+            )
+
+        def number(ids: Tensor) -> Tensor:  # id -> its place among the candidates
+            return torch.searchsorted(vocab, ids)
+
+        found = strategy.search(
+            _Restricted(model, model.shortlist_rows(vocab)),
+            self.src,
+            self.lengths,
+            max_lengths=self.max_lengths,
+            pad_id=int(number(torch.tensor(pad_id, device=vocab.device))),
+            bos_id=int(number(torch.tensor(bos_id, device=vocab.device))),
+            eos_id=int(number(torch.tensor(eos_id, device=vocab.device))),
+            with_weights=with_weights,
+            prefix=None if self.prefix is None else number(self.prefix),
+        )
+        ids = vocab.tolist()
+        return [
+            [dataclasses.replace(hyp, tokens=[ids[i] for i in hyp.tokens]) for hyp in hyps]
+            for hyps in found
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Restricted:
+    """``model`` as a search sees it under a shortlist: its words are the candidates
+    ``rows.ids`` [V'], word i being ``rows.ids[i]``, whose output rows were cut once."""
+
+    model: Seq2Seq | Ensemble
+    rows: ShortlistRows
+
+    def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
+        return self.model.encode(src, lengths)
+
+    def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
+        return self.model.init_state(encoder_out)
+
+    def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
+        """One step from candidate numbers [N]: log p over the candidates, [N, V']."""
+        return self.model.decode_step(self.rows.ids[prev_tokens], state, shortlist=self.rows)

@@ -101,12 +101,12 @@ def train(
     if result.nothing_to_do or not result.main:  # train logged why; rank 0 reports
         return
     best = (
-        f"best valid BLEU {result.best_bleu:.2f} at update {result.best_step}"
+        f"best valid BLEU {result.best_bleu:.2f} at update {result.best_update}"
         if result.best_bleu is not None
         else "no validation set"
     )
     console.print(
-        f"trained {result.steps} updates ({result.epochs:.2f} epochs, "
+        f"trained {result.updates} updates ({result.epochs:.2f} epochs, "
         f"{result.seconds / 60:.1f} min), stopped by {result.stop_reason}; {best}; "
         f"model in {result.model_dir}",
         markup=False,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from nmtkit.errors import Interrupted
-from nmtkit.training.loop import STOP_SIGNALS, StopSignals
+from nmtkit.training.stopping import STOP_SIGNALS, StopSignals
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from nmtkit.alignment.links import Link
 from nmtkit.alignment.neural import extract
 from nmtkit.alignment.pharaoh import read_pharaoh
 from nmtkit.errors import NmtkitError
-from nmtkit.files import save_figure
+from nmtkit.outputs import save_figure
 
 CELL_INCHES = 0.3  # as nmtkit/alignment/heatmap.py: 10 pt labels stay readable
 LINK_COLOR = "red"

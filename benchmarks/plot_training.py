@@ -13,7 +13,7 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from nmtkit.files import save_figure
+from nmtkit.outputs import save_figure
 
 
 def read_metrics(path: Path) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:

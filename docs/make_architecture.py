@@ -263,11 +263,12 @@ align       sentence pairs ─Seq2Seq.force_decode─> attention ─merge_to_wor
 | `search/` | `GreedySearch`, `BeamSearch`, `SamplingSearch`; `decode.py`: `decode_sequences`, the one batched decoding loop over many sentences; `length_policy.py`: `LengthPolicy`, the one rule for long input (translate, align, score-pairs, serve). |
 | `training/` | `train()`; `TrainingLoop` (`loop.py`) over one update (`update.py`), validation, the stopping rules (`stopping.py`), the model directory's rules (`model_dir.py`), the train state (`train_state.py`) and reporting; learning-rate schedules, `TrainingData`; `averaging.py`: `nmtkit average`. |
 | `checkpoint.py` | model directory, `save_checkpoint`, `load_model`. |
+| `files.py`, `outputs.py` | reading text (UTF-8, `.gz`, `-`, line-parallel pairs checked line by line); writing it (atomic, `-` for stdout, folders checked before work). |
 | `translation/translator.py`, `translation/loading.py`, `translation/options.py`, `translation/results.py`, `translation/splitting.py`, `translation/formats.py`, `translation/streaming.py` | `Translator` (streaming, chunked), `open_translator` (models, ensemble, search overrides, shortlist) and the range checks of its options; the `Translation` it returns; `--split-sentences` (sentencex sentences, joined back in the line's layout); the output writers; input chunks that end when a pipe pauses (`--flush-ms`). |
 | `translation/forced.py`, `translation/nbest.py` | `ForcedScorer`: log p, search score and perplexity of given translations by teacher forcing (`nmtkit score-pairs`); Moses n-best rescoring. |
 | `serving/` | `nmtkit serve`: `Batcher` (dynamic batching on one worker thread, no HTTP), `TranslatorPool` (per-request search settings over the shared model), the FastAPI app and its JSON, the listening socket and the graceful uvicorn server. |
 | `scoring/metrics.py` | sacreBLEU scoring; `scoring/comparison.py`, `significance.py`, `length_buckets.py`: several systems, paired tests, BLEU by length. |
-| `alignment/` | attention → word alignments (`corpus.py`, `links.py`), symmetrization, Pharaoh I/O, AER (`gold.py`), heatmaps. |
+| `alignment/` | attention → word alignments (`attention_links.py`, over files `file_alignment.py`; `links.py`), symmetrization, Pharaoh I/O, AER (`gold.py`), heatmaps; `neural/`: the learned aligner of `align --learn`. |
 | `shortlist/` | the vocabulary shortlist, whole: IBM Model 1 (`ibm1.py`), the table and a batch's candidates (`table.py`), a search over the candidates alone (`restricted.py`), `nmtkit shortlist` and `translate --shortlist` (`builder.py`). |
 
 **Batches.** `batch_by_tokens` sorts sentences by (target, source) length, breaking ties at

@@ -25,8 +25,8 @@ from nmtkit import __version__, registry
 from nmtkit.config import Config, ModelConfig, components, config_from_dict
 from nmtkit.data.text import PAD_ID, TextPipeline, TextSettings
 from nmtkit.errors import CheckpointError, ConfigError, NmtkitError, PluginError
-from nmtkit.files import atomic_write
 from nmtkit.models import Seq2Seq
+from nmtkit.outputs import atomic_write
 from nmtkit.runtime import resolve_device
 
 log = logging.getLogger(__name__)

@@ -24,14 +24,8 @@ from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.alignment.symmetrize import SYMMETRIZERS
 from nmtkit.errors import ConfigError, unknown_name
-from nmtkit.files import (
-    check_line_counts,
-    check_writable,
-    check_writable_dir,
-    count_lines,
-    open_output,
-    read_lines,
-)
+from nmtkit.files import check_line_counts, count_lines, read_lines
+from nmtkit.outputs import check_writable, check_writable_dir, open_output
 
 if TYPE_CHECKING:  # torch is imported only when a model runs: --evaluate needs none
     from nmtkit.search.length_policy import LengthPolicy

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.files import save_figure
+from nmtkit.outputs import save_figure
 
 log = logging.getLogger(__name__)
 

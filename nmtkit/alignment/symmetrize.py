@@ -12,7 +12,8 @@ from pathlib import Path
 
 from nmtkit.alignment.links import Link, pick
 from nmtkit.alignment.pharaoh import format_pharaoh, read_pharaoh
-from nmtkit.files import atomic_write, check_line_counts
+from nmtkit.files import check_line_counts
+from nmtkit.outputs import atomic_write
 
 Symmetrizer = Callable[[Iterable[Link], Iterable[Link]], list[Link]]
 """Links from src->tgt links and tgt->src links, both written (i, j) = (src word, tgt word)."""

@@ -86,7 +86,7 @@ def score_pairs(
     penalties), so a translation scores as translate reported it. --nbest instead rescores an
     n-best list, re-sorting each sentence's hypotheses by the model's score.
     """
-    from nmtkit.files import check_writable
+    from nmtkit.outputs import check_writable
     from nmtkit.search.length_policy import LengthPolicy
     from nmtkit.search.overrides import SearchOverrides
     from nmtkit.translation.forced import check_format, check_pairs, open_scorer, score_files

@@ -31,10 +31,10 @@ from nmtkit.data.text import (
     TextSettings,
 )
 from nmtkit.errors import DataError
-from nmtkit.files import (
+from nmtkit.files import count_lines
+from nmtkit.outputs import (
     atomic_write,
     check_writable_dir,
-    count_lines,
     remove_stale_staging,
     staging_path,
     writing,

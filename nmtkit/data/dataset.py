@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from nmtkit.errors import DataError
-from nmtkit.files import atomic_path
+from nmtkit.outputs import atomic_path
 
 log = logging.getLogger(__name__)
 

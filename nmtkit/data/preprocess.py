@@ -40,7 +40,8 @@ from nmtkit.data.text import (
 from nmtkit.data.trainset import build_train_split, corpus_pairs, text_lines
 from nmtkit.data.workers import ChunkPool, resolve_workers
 from nmtkit.errors import ConfigError, unknown_name
-from nmtkit.files import atomic_write, check_line_counts, count_lines, resolve_corpus
+from nmtkit.files import check_line_counts, count_lines, resolve_corpus
+from nmtkit.outputs import atomic_write
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ from nmtkit.data.dedup import DuplicateFinder, DuplicateMask
 from nmtkit.data.text import PairCleaner, load_sentencepiece, train_sentencepiece
 from nmtkit.data.workers import CHUNK_LINES, ChunkPool, chunked, encode_lines, prepare_pairs
 from nmtkit.errors import DataError
-from nmtkit.files import atomic_write, open_text, read_pairs
+from nmtkit.files import open_text, read_pairs
+from nmtkit.outputs import atomic_write
 
 if TYPE_CHECKING:
     from nmtkit.data.preprocess import PreprocessConfig

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import check_writable, save_figure
+from nmtkit.outputs import check_writable, save_figure
 from nmtkit.scoring.metrics import MetricScore, score
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from nmtkit.data.text import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtkit.errors import DataError
-from nmtkit.files import atomic_write
+from nmtkit.outputs import atomic_write
 
 log = logging.getLogger(__name__)
 

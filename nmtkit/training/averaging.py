@@ -19,7 +19,7 @@ import torch
 from nmtkit import checkpoint as ckpt
 from nmtkit.config import dump_yaml
 from nmtkit.errors import CheckpointError, ConfigError
-from nmtkit.files import atomic_write, check_writable, check_writable_dir
+from nmtkit.outputs import atomic_write, check_writable, check_writable_dir
 
 log = logging.getLogger(__name__)
 

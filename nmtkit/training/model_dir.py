@@ -13,8 +13,8 @@ from nmtkit import checkpoint as ckpt
 from nmtkit.checkpoint import Vocabulary
 from nmtkit.config import Config, dump_yaml
 from nmtkit.errors import CheckpointError
-from nmtkit.files import atomic_write, check_writable_dir, remove_stale_temporaries
 from nmtkit.models import Seq2Seq
+from nmtkit.outputs import atomic_write, check_writable_dir, remove_stale_temporaries
 from nmtkit.training.train_state import RunState
 
 log = logging.getLogger(__name__)

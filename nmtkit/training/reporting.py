@@ -17,7 +17,7 @@ from rich.progress import Progress, TaskID
 
 from nmtkit import checkpoint as ckpt
 from nmtkit.console import progress
-from nmtkit.files import writing
+from nmtkit.outputs import writing
 from nmtkit.scoring.metrics import MetricScore
 from nmtkit.training.distributed import Distributed
 

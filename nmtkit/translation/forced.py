@@ -25,9 +25,10 @@ from nmtkit.checkpoint import LoadedModel, load_model
 from nmtkit.data.batching import collate
 from nmtkit.data.text import PAD_ID
 from nmtkit.errors import ConfigError, DataError, unknown_name
-from nmtkit.files import open_output, read_pairs
+from nmtkit.files import read_pairs
 from nmtkit.models import Seq2Seq
 from nmtkit.models.quantization import quantize_int8
+from nmtkit.outputs import open_output
 from nmtkit.registry import Batch, SearchStrategy
 from nmtkit.runtime import autocast, resolve_precision, tune_allocator
 from nmtkit.search.decode import build_strategy

@@ -10,7 +10,7 @@ from typing import Any
 from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.errors import unknown_name
-from nmtkit.files import check_writable, open_output
+from nmtkit.outputs import check_writable, open_output
 from nmtkit.translation.results import Translation
 
 

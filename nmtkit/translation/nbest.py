@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nmtkit.errors import ConfigError, DataError
-from nmtkit.files import count_lines, open_output, read_lines
+from nmtkit.files import count_lines, read_lines
+from nmtkit.outputs import open_output
 from nmtkit.translation.forced import CHUNK_SIZE, ForcedScorer
 
 NBEST_FORMS = "i ||| hypothesis ||| score, or i ||| hypothesis ||| features ||| score"

@@ -172,7 +172,7 @@ def test_a_full_disk_is_one_error_naming_the_file_and_keeps_the_old_one(
     def full_disk(file: object, mode: str = "r", *args: object, **kwargs: object) -> IO[bytes]:
         return open("/dev/full", "wb")  # noqa: SIM115 (atomic_write closes it)
 
-    monkeypatch.setattr("nmtkit.files.open", full_disk, raising=False)
+    monkeypatch.setattr("nmtkit.outputs.open", full_disk, raising=False)
     with pytest.raises(DataError) as caught:
         ckpt.save_train_state(path, a_state(2))
     assert str(caught.value) == f"{path}: cannot write: No space left on device"

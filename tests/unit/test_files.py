@@ -12,13 +12,12 @@ import pytest
 
 from nmtkit.data.datadir import staged_dir
 from nmtkit.errors import DataError
-from nmtkit.files import (
+from nmtkit.files import check_line_counts, read_pairs
+from nmtkit.outputs import (
     _host,
     atomic_write,
-    check_line_counts,
     check_writable_dir,
     open_output,
-    read_pairs,
     remove_stale_staging,
     remove_stale_temporaries,
     staging_path,

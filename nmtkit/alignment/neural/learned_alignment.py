@@ -18,7 +18,8 @@ from nmtkit.alignment.neural.aligners import AlignerEnsemble, Pair
 from nmtkit.alignment.neural.learner import LearnConfig, LearnReport, learn_ensemble
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.errors import ConfigError
-from nmtkit.files import open_output, read_pairs
+from nmtkit.files import read_pairs
+from nmtkit.outputs import open_output
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -32,6 +32,11 @@ _ALIGN_CHUNK = 1000  # pairs read, sorted by length and batched at a time
 # The bytes per (target x source) piece that aligning one pair holds: the decoder's [T, S] fp32
 # weights and the float64 copies of the merge to words (measured: 1.9 GB at 5900 x 5900).
 _BYTES_PER_CELL = 56
+# A pair of more (target x source) pieces than this, whose word weights are not kept, is
+# aligned alone, _BLOCK_STEPS target steps at a time, its links read off block by block: its
+# memory grows with T + S, not T x S. Ordinary pairs keep the batched path (and its bytes).
+_BLOCK_CELLS = 2**20  # about 1000 pieces a side: at most 56 MiB on the whole-matrix path
+_BLOCK_STEPS = 256
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +76,7 @@ def align_corpus(
     lengths: LengthPolicy | None = None,
     precision: str = "fp32",
     ensemble_with: Sequence[Any] = (),
+    keep_weights: bool = True,
 ) -> Iterator[WordAlignment]:
     """Force-decode each target with the model and turn its attention into word alignments.
 
@@ -93,6 +99,9 @@ def align_corpus(
         ensemble_with: more models (of ``loaded``'s vocabulary, checked by the caller) whose
             attention is averaged with ``loaded``'s (:meth:`nmtkit.search.ensemble.Ensemble.
             force_decode`); the text pipelines are ``loaded``'s.
+        keep_weights: give each pair's word weights. When False, a pair of more than
+            ``_BLOCK_CELLS`` piece cells is aligned in blocks of target steps, with memory linear
+            in its length, and its ``weights`` are empty ([0, 0]); its links are the same.
 
     Raises:
         ConfigError: an unknown method or precision, a threshold outside (0, 1], or ``int8``
@@ -120,11 +129,16 @@ def align_corpus(
     offset = 0
     while chunk := list(itertools.islice(pairs, _ALIGN_CHUNK)):
         src_ids, tgt_ids = [], []
+        blocked: set[int] = set()
         for number, (src, tgt) in enumerate(chunk, start=offset + 1):
             src_ids.append(policy.cut(loaded.src_text.encode(src), what=f"pair {number} source"))
             tgt_ids.append(policy.cut(loaded.tgt_text.encode(tgt), what=f"pair {number} target"))
-            check_line_memory(  # before the chunk's work; EOS counts on both sides
-                (len(src_ids[-1]) + 1) * (len(tgt_ids[-1]) + 1) * _BYTES_PER_CELL,
+            cells = (len(src_ids[-1]) + 1) * (len(tgt_ids[-1]) + 1)  # EOS counts on both sides
+            if not keep_weights and cells > _BLOCK_CELLS and src_ids[-1] and tgt_ids[-1]:
+                blocked.add(number - offset - 1)
+                continue
+            check_line_memory(  # before the chunk's work
+                cells * _BYTES_PER_CELL,
                 what=f"pair {number}",
                 size=f"{len(src_ids[-1])} source x {len(tgt_ids[-1])} target pieces",
                 hint="bound both sides with --max-source-len, which cuts a longer side to it",
@@ -132,6 +146,9 @@ def align_corpus(
         found: list[WordAlignment | None] = [None] * len(chunk)
         lengths_of = ([len(ids) for ids in src_ids], [len(ids) for ids in tgt_ids])
         for rows in policy.batches(*lengths_of, max_sentences=batch_size):
+            rows = [i for i in rows if i not in blocked]
+            if not rows:
+                continue
             with torch.inference_mode(), autocast(precision, device):
                 batch = collate([src_ids[i] for i in rows], [tgt_ids[i] for i in rows], rows)
                 weights = model.force_decode(batch.to(device)).cpu()  # [b, T+1, S+1]
@@ -140,6 +157,20 @@ def align_corpus(
                 tgt_pieces = loaded.tgt_text.id_to_piece(tgt_ids[i])
                 found[i] = _word_alignment(weights[row], src_pieces, tgt_pieces, extract, threshold)
             del weights
+        for i in sorted(blocked):
+            with torch.inference_mode(), autocast(precision, device):
+                batch = collate([src_ids[i]], [tgt_ids[i]], [i]).to(device)
+                blocks = (
+                    block[0].cpu()  # [<=block, S+1]
+                    for block in model.force_decode_blocks(batch, block=_BLOCK_STEPS)
+                )
+                found[i] = _blockwise_alignment(
+                    blocks,
+                    loaded.src_text.id_to_piece(src_ids[i]),
+                    loaded.tgt_text.id_to_piece(tgt_ids[i]),
+                    extract,
+                    threshold,
+                )
         for item in found:
             assert item is not None
             yield item
@@ -163,6 +194,67 @@ def _word_alignment(
     merged = piece_weights_to_words(weights, src_pieces, tgt_pieces)
     links = extract(merged, threshold)
     return WordAlignment(src_words=src_words, tgt_words=tgt_words, weights=merged, links=links)
+
+
+def _blockwise_alignment(
+    blocks: Iterator[Any],
+    src_pieces: list[str],
+    tgt_pieces: list[str],
+    extract: Extractor,
+    threshold: float,
+) -> WordAlignment:
+    """One pair's links from its attention over pieces given as blocks of target steps
+    [<=block, >=S], read off as soon as a target word's pieces are all in: the rows of a word
+    that a block boundary splits wait for the next block. The weights are not kept ([0, 0]).
+    """
+    from nmtkit.data.text import word_index, words
+
+    src_words, tgt_words = words(src_pieces), words(tgt_pieces)
+    src_index, tgt_index = word_index(src_pieces), word_index(tgt_pieces)
+    src_starts = np.flatnonzero(np.diff(src_index, prepend=-1))  # each word's first piece
+    links: list[Link] = []
+    pending: list[np.ndarray] = []  # rows [n, S_pieces] of words not yet complete
+    start = 0  # the target piece of pending's first row
+    for block in blocks:
+        if start + sum(len(rows) for rows in pending) >= len(tgt_pieces):
+            break  # the EOS step
+        pending.append(block[:, : len(src_pieces)].double().numpy())
+        rows = np.concatenate(pending)[: len(tgt_pieces) - start]  # [n, S_pieces]
+        end = start + len(rows)  # complete words end before the first piece of end's word
+        if end < len(tgt_pieces):
+            end = tgt_index.index(tgt_index[end], start)
+        if end > start:
+            links += _links_of(
+                rows[: end - start], src_starts, tgt_index[start:end], extract, threshold
+            )
+        pending, start = [rows[end - start :]], end
+    empty = np.zeros((0, 0))
+    return WordAlignment(
+        src_words=src_words, tgt_words=tgt_words, weights=empty, links=sorted(links)
+    )
+
+
+def _links_of(
+    rows: np.ndarray,
+    src_starts: np.ndarray,
+    tgt_index: Sequence[int],
+    extract: Extractor,
+    threshold: float,
+) -> list[Link]:
+    """The links of whole target words from their pieces' rows [n, S_pieces], gathered to
+    words as :func:`~nmtkit.alignment.links.merge_to_words` does, but summing each source
+    word's pieces by its first piece ``src_starts`` [S_words]: its one-hot [S_pieces, S_words]
+    would be quadratic in a long line."""
+    first = tgt_index[0]
+    totals = rows.sum(axis=1, keepdims=True)  # [n, 1]
+    rows = np.divide(rows, totals, out=np.zeros_like(rows), where=totals > 0)
+    by_src_word = np.add.reduceat(rows, src_starts, axis=1)  # [n, S_words]
+    local = np.asarray(tgt_index) - first  # [n]
+    tgt_map = np.zeros((len(local), int(local[-1]) + 1))  # [n, words]
+    tgt_map[np.arange(len(local)), local] = 1.0
+    tgt_mean = tgt_map / np.maximum(tgt_map.sum(axis=0, keepdims=True), 1.0)
+    merged = tgt_mean.T @ by_src_word  # [words, S_words]
+    return [(i, j + first) for i, j in extract(merged, threshold)]
 
 
 def symmetrize_corpus(

@@ -141,9 +141,10 @@ def _alignments(
     device: str,
     lengths: LengthPolicy | None = None,
     precision: str = "fp32",
+    keep_weights: bool = True,
 ) -> Iterator[WordAlignment]:
     """Load the model or ensemble (and the reverse model) and align the pairs with
-    ``method``."""
+    ``method``; ``keep_weights`` as :func:`align_corpus` says."""
     from nmtkit.checkpoint import load_model
     from nmtkit.search.ensemble import check_vocabularies
 
@@ -166,6 +167,7 @@ def _alignments(
             lengths=lengths,
             precision=precision,
             ensemble_with=others,
+            keep_weights=keep_weights,
         )
     reverse = load_model(reverse_model_path, device=device)
     require_alignment(reverse, reverse_model_path)
@@ -179,6 +181,7 @@ def _alignments(
         lengths=lengths,
         precision=precision,
         ensemble_with=others,
+        keep_weights=keep_weights,
     )
     back_lines, forth_lines = _lines(tgt_path, limit), _lines(src_path, limit)
     other_way = align_corpus(
@@ -188,6 +191,7 @@ def _alignments(
         batch_size=batch_size,
         lengths=lengths,
         precision=precision,
+        keep_weights=False,  # the forward weights are the ones kept
     )
     return symmetrize_corpus(one_way, other_way, method=method)
 
@@ -275,6 +279,7 @@ def align_files(
         device=device,
         lengths=lengths,
         precision=precision,
+        keep_weights=output.soft or output.plot_dir is not None,  # else long pairs in blocks
     )
     if output.plot_dir is not None:
         output.plot_dir.mkdir(parents=True, exist_ok=True)

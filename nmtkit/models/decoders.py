@@ -3,6 +3,7 @@ reads c_i together with y_{i-1}, and predicts y_i through a maxout deep output."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -188,6 +189,30 @@ class GRUDecoder(Decoder):
         assert contexts is not None and weights is not None, "tgt_in holds BOS at least"
         readout = self._readout(hiddens[:, :t], embedded, contexts)  # [B, T, M]
         return DecoderOutput(readout=readout, weights=weights)  # [B, T, S]
+
+    def attention_blocks(
+        self, tgt_in: Tensor, encoder_out: EncoderOutput, *, block: int
+    ) -> Iterator[Tensor]:
+        """:meth:`forward`'s weights without gradients, ``block`` target steps at a time: the
+        [B, T, S] matrix of a long line is never whole. Each step is the one ``forward`` takes,
+        so the rows equal its rows."""
+        embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
+        embed_gates = self.input_from_embed(embedded)  # [B, T, 3D]
+        state = self.init_state(encoder_out)
+        t = embed_gates.size(1)
+        for start in range(0, t, block):
+            # Written into a tensor made once a block, not kept as small tensors: those,
+            # outliving the steps, split the freed [B, S, A] attention blocks (see
+            # _force_into_buffers).
+            weights = None
+            for i in range(start, min(start + block, t)):
+                hidden, _, alpha = self._recur(embed_gates[:, i], state)  # alpha [B, S]
+                state = state.advance(hidden, alpha)
+                if weights is None:  # in the dtype that the step gives
+                    weights = alpha.new_empty(alpha.size(0), min(block, t - start), alpha.size(1))
+                weights[:, i - start] = alpha
+            assert weights is not None, "a block holds one step at least"
+            yield weights  # [B, <=block, S]
 
     def logits(self, readout: Tensor) -> Tensor:
         return self.output(readout)  # [..., V]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 from torch import Tensor, nn
 
@@ -122,6 +124,17 @@ class Seq2Seq(nn.Module):
         """Attention weights [B, T, S] of teacher-forced decoding of ``batch.tgt_in``."""
         encoder_out = self.encode(batch.src, batch.src_lengths)
         return self.decoder(batch.tgt_in, encoder_out).weights
+
+    def force_decode_blocks(self, batch: Batch, *, block: int) -> Iterator[Tensor]:
+        """:meth:`force_decode`'s weights ``block`` target steps at a time, [B, <=block, S]
+        each: from the decoder's ``attention_blocks`` where it has one, else cut from the whole
+        matrix."""
+        encoder_out = self.encode(batch.src, batch.src_lengths)
+        blocks = getattr(self.decoder, "attention_blocks", None)
+        if blocks is not None:
+            yield from blocks(batch.tgt_in, encoder_out, block=block)
+        else:
+            yield from self.decoder(batch.tgt_in, encoder_out).weights.split(block, dim=1)
 
 
 def build_model(

@@ -10,7 +10,7 @@ Attention weights (for alignments and the coverage penalty) are the mean of the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -140,6 +140,12 @@ class Ensemble(nn.Module):
     def force_decode(self, batch: Batch) -> Tensor:
         """The mean of the members' teacher-forced attention weights [B, T, S]."""
         return mean([model.force_decode(batch) for model in self.models()])
+
+    def force_decode_blocks(self, batch: Batch, *, block: int) -> Iterator[Tensor]:
+        """The mean of the members' weights, ``block`` target steps at a time [B, <=block, S]."""
+        members = [model.force_decode_blocks(batch, block=block) for model in self.models()]
+        for blocks in zip(*members, strict=True):
+            yield mean(blocks)
 
 
 def mean_probability(log_probs: Sequence[Tensor]) -> Tensor:

@@ -68,8 +68,8 @@ ALIGN = ["align", "--source", "LINE", "--target", "LINE"]
 
 @pytest.mark.parametrize(
     ("command", "length"),
-    [(SCORE_PAIRS, 2500), (GREEDY, 2500)],
-    ids=["score-pairs", "translate-greedy"],
+    [(SCORE_PAIRS, 2500), (GREEDY, 2500), (ALIGN, 2500)],
+    ids=["score-pairs", "translate-greedy", "align"],
 )
 def test_peak_memory_grows_at_most_linearly_with_the_line(
     command: list[str], length: int, toy_model: Path, tmp_path: Path
@@ -80,14 +80,18 @@ def test_peak_memory_grows_at_most_linearly_with_the_line(
     assert four_times <= 4.5 * max(once, FLOOR_MIB), (base, once, four_times)
 
 
-def test_align_memory_is_linear_plus_the_attention_matrix(toy_model: Path, tmp_path: Path) -> None:
-    """align keeps one pair's attention, [T, S] pieces (fp32 in the decoder, float64 where it is
-    gathered to words): that part is quadratic by nature and allowed for (at 56 bytes a cell);
-    nothing else may grow faster than the line, as a [T, S, A] tensor did."""
+def test_soft_align_memory_is_linear_plus_the_attention_matrix(
+    toy_model: Path, tmp_path: Path
+) -> None:
+    """--soft writes one pair's word weights, so it keeps its attention, [T, S] pieces (fp32 in
+    the decoder, float64 where it is gathered to words): that part is quadratic by nature and
+    allowed for (at 56 bytes a cell); nothing else may grow faster than the line, as a
+    [T, S, A] tensor did."""
     length = 400
-    base = peak_mib(ALIGN, write_line(tmp_path, SHORT), toy_model)
-    once = peak_mib(ALIGN, write_line(tmp_path, length), toy_model) - base
-    four_times = peak_mib(ALIGN, write_line(tmp_path, 4 * length), toy_model) - base
+    soft = [*ALIGN, "--soft"]
+    base = peak_mib(soft, write_line(tmp_path, SHORT), toy_model)
+    once = peak_mib(soft, write_line(tmp_path, length), toy_model) - base
+    four_times = peak_mib(soft, write_line(tmp_path, 4 * length), toy_model) - base
     matrix = 56 * (4 * length + 1) ** 2 / 2**20
     assert four_times <= 4.5 * max(once, FLOOR_MIB) + matrix, (base, once, four_times)
 
@@ -95,12 +99,14 @@ def test_align_memory_is_linear_plus_the_attention_matrix(toy_model: Path, tmp_p
 ADDRESS_SPACE = 6 * 2**30  # ulimit -v for the refusals: the line would need more than this
 
 
-def test_align_refuses_a_pair_whose_attention_would_not_fit(
+def test_soft_align_refuses_a_pair_whose_attention_would_not_fit(
     toy_model: Path, tmp_path: Path
 ) -> None:
+    """--soft needs the pair's whole attention (Pharaoh links do not: they are read off in
+    blocks, and the default align is held to the linear bound above)."""
     line = write_line(tmp_path, 16000)  # 16001^2 cells of about 40 bytes: 10 GB
     code, stderr, _ = run(
-        ["align", "-m", str(toy_model), "--source", str(line), "--target", str(line)],
+        ["align", "-m", str(toy_model), "--source", str(line), "--target", str(line), "--soft"],
         address_space=ADDRESS_SPACE,
     )
     assert_one_error_line(

@@ -10,6 +10,7 @@ V target vocabulary.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -172,6 +173,17 @@ class Decoder(nn.Module, Component):
         out = self.step(prev_tokens, state)
         log_probs = out.log_probs.index_select(-1, rows.ids).log_softmax(dim=-1)  # [B, V']
         return dataclasses.replace(out, log_probs=log_probs)
+
+    def attention_blocks(
+        self, tgt_in: Tensor, encoder_out: EncoderOutput, *, block: int
+    ) -> Iterator[Tensor]:
+        """:meth:`forward`'s attention weights, ``block`` target steps at a time:
+        [B, <=block, S] each (``nmtkit align`` on a very long pair).
+
+        The default cuts them from the whole teacher-forced matrix. A decoder may instead run
+        its steps a block at a time, so that a long line's [B, T, S] matrix is never whole.
+        """
+        yield from self(tgt_in, encoder_out).weights.split(block, dim=1)
 
 
 class Translatable(Protocol):

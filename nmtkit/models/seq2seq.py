@@ -127,14 +127,9 @@ class Seq2Seq(nn.Module):
 
     def force_decode_blocks(self, batch: Batch, *, block: int) -> Iterator[Tensor]:
         """:meth:`force_decode`'s weights ``block`` target steps at a time, [B, <=block, S]
-        each: from the decoder's ``attention_blocks`` where it has one, else cut from the whole
-        matrix."""
+        each (:meth:`nmtkit.registry.Decoder.attention_blocks`)."""
         encoder_out = self.encode(batch.src, batch.src_lengths)
-        blocks = getattr(self.decoder, "attention_blocks", None)
-        if blocks is not None:
-            yield from blocks(batch.tgt_in, encoder_out, block=block)
-        else:
-            yield from self.decoder(batch.tgt_in, encoder_out).weights.split(block, dim=1)
+        yield from self.decoder.attention_blocks(batch.tgt_in, encoder_out, block=block)
 
 
 def build_model(

@@ -135,6 +135,7 @@ def copier(minimal: str) -> Seq2Seq:
 def test_a_decoder_without_the_optional_methods_has_their_defaults(minimal: str) -> None:
     assert MinimalDecoder.output_layer is Decoder.output_layer
     assert MinimalDecoder.shortlist_step is Decoder.shortlist_step
+    assert MinimalDecoder.attention_blocks is Decoder.attention_blocks
     torch.manual_seed(0)
     config = load_config(preset="tiny", overrides=[f"model.decoder={minimal}"])
     model = build_model(config.model, src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=0)
@@ -188,3 +189,13 @@ def test_a_minimal_plugin_decoder_translates_under_a_shortlist(copier: Seq2Seq) 
             max_len_b=2,
         )
         assert [hyps[0].tokens for hyps in found] == COPIES
+
+
+def test_the_default_attention_blocks_are_the_rows_of_force_decode(copier: Seq2Seq) -> None:
+    model = copier
+    batch = collate(COPIES, COPIES, range(len(COPIES)))
+    with torch.no_grad():
+        whole = model.force_decode(batch)  # [B, T, S]
+        blocks = list(model.force_decode_blocks(batch, block=2))
+    assert [b.size(1) for b in blocks[:-1]] == [2] * (len(blocks) - 1)
+    assert torch.equal(torch.cat(blocks, dim=1), whole)

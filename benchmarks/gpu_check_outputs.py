@@ -92,69 +92,59 @@ def check_translate_bf16(run: Run) -> str:
     )
 
 
-def check_align(run: Run) -> str:
-    """fp32 alignments (Pharaoh) on the device: at least 98% of lines as on the CPU."""
-    target = run.out / "text" / "align.de"
-    target.write_text("\n".join(translate(run, "cpu", "fp32")) + "\n", "utf-8")
-    links = []
+def forced_target(run: Run) -> Path:
+    """The CPU's fp32 translations of the CPU's test lines, as the target that align and
+    score-pairs force-decode on both sides."""
+    target = run.out / "text" / "forced.de"
+    if not target.exists():
+        target.write_text("\n".join(translate(run, "cpu", "fp32")) + "\n", "utf-8")
+    return target
+
+
+def on_both_sides(run: Run, command: str, suffix: str, options: Sequence[str] = ()) -> list[str]:
+    """``nmtkit COMMAND`` over the CPU's test lines and :func:`forced_target`, on the device
+    and then on the CPU: the lines each side wrote, device first."""
+    outputs = []
     for name in ("dev", "cpu"):
-        out = run.out / "text" / f"align.{name}"
+        out = run.out / "text" / f"{command}.{name}.{suffix}"
         run.nmtkit(
-            f"align.{name}",
+            f"{command}.{name}",
             [
-                "align",
+                command,
                 "-m",
                 str(run.model()),
                 "--source",
                 str(source_file(run, run.sizes.cpu_lines)),
                 "--target",
-                str(target),
+                str(forced_target(run)),
                 "--output",
                 str(out),
                 "--device",
                 side(run, name)[0],
+                *options,
                 "-q",
                 *run.threads(),
             ],
         )
-        links.append(out.read_text("utf-8").splitlines())
-    share = same_share(*links)
-    if share < 0.98 or len(links[0]) != run.sizes.cpu_lines:
-        raise Failed(f"{share:.1%} of {len(links[0])} alignments as on the CPU, under 98%")
-    return f"{share:.1%} of {len(links[1])} pairs aligned as on the CPU (at least 98%)"
+        outputs.append(out.read_text("utf-8").splitlines())
+    return outputs
+
+
+def check_align(run: Run) -> str:
+    """fp32 alignments (Pharaoh) on the device: at least 98% of lines as on the CPU."""
+    dev, cpu = on_both_sides(run, "align", "pharaoh")
+    share = same_share(dev, cpu)
+    if share < 0.98 or len(dev) != run.sizes.cpu_lines:
+        raise Failed(f"{share:.1%} of {len(dev)} alignments as on the CPU, under 98%")
+    return f"{share:.1%} of {len(cpu)} pairs aligned as on the CPU (at least 98%)"
 
 
 def check_score_pairs(run: Run) -> str:
     """fp32 forced-decoding log p on the device: within 1e-3 relative of the CPU's."""
-    target = run.out / "text" / "align.de"  # written by check_align, or again here
-    target.write_text("\n".join(translate(run, "cpu", "fp32")) + "\n", "utf-8")
-    log_probs = []
-    for name in ("dev", "cpu"):
-        out = run.out / "text" / f"score.{name}.tsv"
-        run.nmtkit(
-            f"score-pairs.{name}",
-            [
-                "score-pairs",
-                "-m",
-                str(run.model()),
-                "--source",
-                str(source_file(run, run.sizes.cpu_lines)),
-                "--target",
-                str(target),
-                "--output",
-                str(out),
-                "--device",
-                side(run, name)[0],
-                "--precision",
-                "fp32",
-                "-q",
-                *run.threads(),
-            ],
-        )
-        log_probs.append(
-            [float(line.split("\t")[0]) for line in out.read_text("utf-8").splitlines()]
-        )
-    dev, cpu = log_probs
+    dev, cpu = (
+        [float(line.split("\t")[0]) for line in lines]
+        for lines in on_both_sides(run, "score-pairs", "tsv", ["--precision", "fp32"])
+    )
     worst = max(abs(a - b) / max(abs(b), 1.0) for a, b in zip(dev, cpu, strict=True))
     if worst > 1e-3:
         raise Failed(f"log p differs by up to {worst:.2g} relative, over 1e-3")

@@ -35,7 +35,7 @@ demo: install
 # Benchmarks: run each alone (other work on the 2 cores skews them); outputs go to bench-out/.
 RUN := PATH="$(CURDIR)/$(BIN):$$PATH" bash
 
-bench-quality: install  # 30 min of training, BLEU on test_2016_flickr
+bench-quality: install  # 30 min of training (BUDGET=15 for 15), BLEU on test_2016_flickr and val; docs/quality.md
 	$(RUN) benchmarks/multi30k.sh
 
 bench-speed: install    # ~10 min: roofline, training tok/s and memory, translation sent/s

@@ -62,6 +62,9 @@ class ModelConfig:
     dropout: float = 0.2  # on embeddings and the readout
     init: str = "uniform"  # uniform | paper (Bahdanau et al., 2015, B.1; ignores init_scale)
     init_scale: float = 0.1  # uniform: every parameter ~ uniform(-init_scale, init_scale)
+    # the source embedding is the target's (a joint vocabulary; with decoder.tie_embeddings,
+    # one table for source words, target words and the output layer)
+    share_embeddings: bool = False
     encoder: ComponentSpec = component("encoder", "birnn")
     attention: ComponentSpec = component("attention", "additive")
     decoder: ComponentSpec = component("decoder", "gru")
@@ -86,7 +89,9 @@ class TrainConfig:
     adadelta_eps: float = 1e-6
     clip_norm: float = 1.0  # gradient norm clipping; 0 turns it off
     label_smoothing: float = 0.1
-    lr_schedule: str = "plateau"  # plateau | inverse_sqrt | constant
+    # auto: linear for a run with an end (time budget, max updates or epochs), else plateau;
+    # linear: a straight line down to min_lr at the run's end | plateau | inverse_sqrt | constant
+    lr_schedule: str = "auto"
     warmup_updates: int = 0  # linear warm-up (all schedules)
     plateau_factor: float = 0.5  # plateau: multiply lr by this when validation BLEU stalls
     plateau_patience: int = 1  # plateau: validations without improvement before reducing
@@ -97,6 +102,10 @@ class TrainConfig:
     # (nmtkit average MODEL_DIR --last N averages them); 0 keeps none
     keep_last: int = 0
     log_every: int = 50  # updates between log lines
+    # when training ends, the beam's length penalty is chosen among these (and search's own) by
+    # validation BLEU and stored in the model's config, translate's default; () is off (the
+    # default: on Multi30k the validation set's choice did not carry over, docs/quality.md)
+    tune_length_penalties: tuple[float, ...] = ()
     threads: int | None = None  # torch intra-op threads (None: torch's default)
     # matrix products: fp32 | bf16 | fp16 (with loss scaling) | auto (bf16 on native-bf16 CPUs
     # and GPUs, fp16 on other CUDA GPUs, else fp32)
@@ -331,6 +340,10 @@ def _coerce(hint: Any, value: Any, *, where: str) -> Any:
         origin = typing.get_origin(hint)
     if dataclasses.is_dataclass(hint):
         return build_dataclass(hint, value, where=where)
+    if origin is tuple and typing.get_args(hint)[1:] == (Ellipsis,):
+        if not isinstance(value, list | tuple):
+            raise _type_error(where, value, "a list")
+        return tuple(_coerce(typing.get_args(hint)[0], v, where=where) for v in value)
     if origin is tuple:
         args = typing.get_args(hint)
         if not isinstance(value, list | tuple) or len(value) != len(args):

@@ -153,6 +153,12 @@ class Decoder(nn.Module, Component):
     # Optional: the defaults below are right for any decoder; a decoder may override them to
     # be faster (the built-in ``gru`` does).
 
+    def target_embedding(self) -> nn.Embedding | None:
+        """The embedding of the previous target word, if the decoder has one: with
+        ``model.share_embeddings`` the source side reads the same table (a joint vocabulary).
+        None (the default): the decoder cannot share it."""
+        return None
+
     def output_layer(self) -> nn.Linear | None:
         """The linear layer that :meth:`logits` is, if it is one: training then computes it
         together with the loss, a block of rows at a time, without the [N, V] logits

@@ -220,6 +220,9 @@ class GRUDecoder(Decoder):
     def output_layer(self) -> nn.Linear:
         return self.output  # W_o
 
+    def target_embedding(self) -> nn.Embedding:
+        return self.embed  # E
+
     def step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
         readout, state, weights = self._step_readout(prev_tokens, state)  # [B, M]
         log_probs = self.logits(readout).log_softmax(dim=-1)  # [B, V]

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from nmtkit import registry
 from nmtkit.config import ModelConfig
+from nmtkit.errors import ConfigError
 from nmtkit.models.initialization import initialize
 from nmtkit.models.loss import linear_cross_entropy, smoothed_cross_entropy
 from nmtkit.models.quantization import has_int8_weight
@@ -47,7 +48,30 @@ class Seq2Seq(nn.Module):
             attention=attention,
             dropout=config.dropout,
         )
+        if config.share_embeddings:
+            self.src_embed = self._shared_embedding(src_vocab_size, tgt_vocab_size)
         self.dropout = nn.Dropout(config.dropout)
+
+    def _shared_embedding(self, src_vocab_size: int, tgt_vocab_size: int) -> nn.Embedding:
+        """The decoder's target embedding, for the source side too (``share_embeddings``).
+
+        Raises:
+            ConfigError: the vocabularies differ in size, or the decoder has no embedding.
+        """
+        shared = self.decoder.target_embedding()
+        if shared is None:
+            raise ConfigError(
+                f"decoder {self.config.decoder.name} has no target embedding to share",
+                where="model.share_embeddings",
+            )
+        if src_vocab_size != tgt_vocab_size:
+            raise ConfigError(
+                f"share_embeddings needs one vocabulary for both sides, got {src_vocab_size} "
+                f"source and {tgt_vocab_size} target pieces",
+                where="model.share_embeddings",
+                hint="preprocess with a joint SentencePiece model (the default)",
+            )
+        return shared
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Draw every parameter as ``model.init`` says (:func:`~nmtkit.models.initialization.

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from nmtkit.checkpoint import BEST
 from nmtkit.config import Config
 from nmtkit.errors import Interrupted
 from nmtkit.models import Seq2Seq
@@ -22,6 +23,13 @@ from nmtkit.training.data import Epochs, TrainingData
 from nmtkit.training.distributed import Distributed
 from nmtkit.training.model_dir import Checkpoints
 from nmtkit.training.reporting import RunLog, Window, progress_bar
+from nmtkit.training.schedule import schedule_name
+from nmtkit.training.search_tuning import (
+    store_search,
+    tune_length_penalty,
+    tunes_search,
+    with_length_penalty,
+)
 from nmtkit.training.stopping import StopRules, StopSignals, signal_name
 from nmtkit.training.train_state import RunState
 from nmtkit.training.update import Updater
@@ -101,6 +109,8 @@ class TrainingLoop:
             self.state.stop_reason = reason
             self.save(best=self.data.valid is None, keep=True)
             self.dist.barrier()
+            if self.dist.is_main and self.data.valid is not None and tunes_search(self.config):
+                self._tune_search()
         log.info(
             "stopped: %s; best val_bleu=%s at step=%s",
             reason,
@@ -135,7 +145,9 @@ class TrainingLoop:
         """One update on the global batch ``group``: the run moves past its batches, and
         ``window`` adds up what it saw."""
         examples = self.epochs.examples(self.state.epoch)
-        sums = self.updater.update(group, examples, done=self.state.updates)
+        epoch_batches = len(self.epochs.batches(self.state.epoch))
+        progress = self.rules.progress(self.state, epoch_batches=epoch_batches)
+        sums = self.updater.update(group, examples, done=self.state.updates, progress=progress)
         self.state.updates += 1
         self.state.batch_in_epoch += len(group)
         window.add(
@@ -168,8 +180,8 @@ class TrainingLoop:
     def _stop_reason(self, started: float, *, validate: bool) -> str | None:
         """Why every rank stops after this update, if they do: the same answer on all of them
         (a signal on any rank, rank 0's validation and clock)."""
-        self.state.seconds = time.monotonic() - started
-        alarm = self.rules.poll(self.signals, seconds=self.state.seconds)
+        alarm = self.rules.poll(self.signals, seconds=time.monotonic() - started)
+        self.state.seconds = alarm.seconds  # rank 0's clock on every rank
         if alarm.signum:
             self._signum = alarm.signum
             return "interrupted"
@@ -206,6 +218,35 @@ class TrainingLoop:
         )
         self.save(best=improved, keep=True)
         return self.rules.patience_ran_out(self.state)
+
+    def _tune_search(self) -> None:
+        """Choose the beam's length penalty on the validation set for ``best.pt`` and store it
+        in the model directory (:mod:`nmtkit.training.search_tuning`)."""
+        tuned = tune_length_penalty(
+            self.model_dir / BEST, self.data, self.config, stop=lambda: self.signals.received
+        )
+        if tuned is None:
+            signum = self.signals.signum or 0
+            log.warning(
+                "%s while choosing the length penalty: the model is saved with its configured one",
+                signal_name(signum),
+            )
+            raise Interrupted(signum)
+        self.config = with_length_penalty(self.config, tuned.chosen)
+        self.checkpoints.config = self.config
+        store_search(self.model_dir, self.config)
+        self.run_log.write(
+            {
+                "kind": "search",
+                "step": self.state.updates,
+                "length_penalty": tuned.chosen,
+                "val_bleu": tuned.bleu[tuned.chosen],
+                "tried": {str(alpha): round(bleu, 2) for alpha, bleu in tuned.bleu.items()},
+                "best": tuned.best,
+                "p_value": tuned.p_value,
+                "seconds": round(tuned.seconds, 1),
+            }
+        )
 
     def _save_and_abort(self) -> NoReturn:
         """Save the interrupted run on rank 0 and raise :class:`Interrupted` on every rank."""
@@ -288,6 +329,7 @@ class TrainingLoop:
             resolve_precision(self.config.search.precision, self.device),
             describe_device(self.device),
         )
+        log.info("learning rate: %g, schedule %s", cfg.lr, schedule_name(cfg))
         if self.dist.active:
             log.info(
                 "data parallel: %d ranks x update_freq %d = %d batches of up to %d tokens "

@@ -1,4 +1,7 @@
-"""Learning-rate schedules: constant, inverse square root after warm-up, and halve-on-plateau."""
+"""Learning-rate schedules: constant, inverse square root after warm-up, halve-on-plateau, and a
+straight line down to the end of a run whose length is known (its time budget, updates or
+epochs); ``auto`` (the default) takes the line when the run has a length, else the plateau
+rule."""
 
 from __future__ import annotations
 
@@ -6,11 +9,19 @@ import math
 from typing import Any
 
 from nmtkit.config import TrainConfig
-from nmtkit.errors import unknown_name
+from nmtkit.errors import ConfigError, unknown_name
+
+
+def run_length_known(config: TrainConfig) -> bool:
+    """Whether the run ends at a known point: a time budget, max updates or max epochs."""
+    return any(v is not None for v in (config.time_budget, config.max_updates, config.max_epochs))
 
 
 class Schedule:
-    """Sets the optimizer's learning rate after every update and every validation."""
+    """Sets the optimizer's learning rate before every update and after every validation.
+
+    ``progress`` is the share of the run done before the update, 0 to 1, from whichever of its
+    limits (time budget, updates, epochs) is nearest; None when the run has none."""
 
     def __init__(self, config: TrainConfig) -> None:
         self.config = config
@@ -18,10 +29,14 @@ class Schedule:
         self.best: float | None = None
         self.bad = 0
 
-    def lr_at(self, update: int) -> float:
-        """The learning rate for update number ``update`` (1-based)."""
+    def warmup(self, update: int) -> float:
+        """The linear warm-up's factor for update number ``update`` (1-based)."""
         warmup = self.config.warmup_updates
-        return self.base_lr * (min(1.0, update / warmup) if warmup > 0 else 1.0)
+        return min(1.0, update / warmup) if warmup > 0 else 1.0
+
+    def lr_at(self, update: int, progress: float | None = None) -> float:
+        """The learning rate for update number ``update`` (1-based)."""
+        return self.base_lr * self.warmup(update)
 
     def after_validation(self, bleu: float) -> None:
         """React to a validation BLEU (only the plateau schedule does)."""
@@ -36,7 +51,7 @@ class Schedule:
 class InverseSqrt(Schedule):
     """Linear warm-up, then lr * sqrt(warmup / update) (Vaswani et al., 2017)."""
 
-    def lr_at(self, update: int) -> float:
+    def lr_at(self, update: int, progress: float | None = None) -> float:
         warmup = max(1, self.config.warmup_updates)
         return self.base_lr * min(update / warmup, math.sqrt(warmup / max(update, 1)))
 
@@ -54,19 +69,52 @@ class Plateau(Schedule):
             self.bad = 0
 
 
+class Linear(Schedule):
+    """Warm-up, then a straight line from ``lr`` down to ``min_lr`` at the end of the run.
+
+    With a time budget the line follows the clock, so a run spends its whole budget learning
+    and ends annealed, wherever the machine's speed puts the last update (the decay to zero
+    that short runs gain most from; Bergsma et al., 2025, "Straight to zero")."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        super().__init__(config)
+        if not run_length_known(config):
+            raise ConfigError(
+                f"lr_schedule {config.lr_schedule} decays to the end of the run, which has no end",
+                where="train.lr_schedule",
+                hint="give --time-budget, --max-updates or --max-epochs, or lr_schedule: plateau",
+            )
+
+    def lr_at(self, update: int, progress: float | None = None) -> float:
+        left = 1.0 - min(1.0, max(0.0, progress or 0.0))
+        low = min(self.config.min_lr, self.base_lr)
+        return (low + (self.base_lr - low) * left) * self.warmup(update)
+
+
 SCHEDULES: dict[str, type[Schedule]] = {
-    "constant": Schedule,
-    "inverse_sqrt": InverseSqrt,
+    "linear": Linear,
     "plateau": Plateau,
+    "inverse_sqrt": InverseSqrt,
+    "constant": Schedule,
 }
 
 
+def schedule_name(config: TrainConfig) -> str:
+    """The schedule ``config.lr_schedule`` names; ``auto`` is ``linear`` for a run with a known
+    end (a time budget, max updates or max epochs), else ``plateau``."""
+    if config.lr_schedule == "auto":
+        return "linear" if run_length_known(config) else "plateau"
+    return config.lr_schedule
+
+
 def build_schedule(config: TrainConfig) -> Schedule:
-    """The schedule named by ``config.lr_schedule``.
+    """The schedule named by ``config.lr_schedule`` (:func:`schedule_name`).
 
     Raises:
-        ConfigError: unknown name.
+        ConfigError: unknown name; a schedule that decays to the end of a run without one.
     """
-    if config.lr_schedule not in SCHEDULES:
-        raise unknown_name("lr_schedule", config.lr_schedule, SCHEDULES, where="train.lr_schedule")
-    return SCHEDULES[config.lr_schedule](config)
+    name = schedule_name(config)
+    if name not in SCHEDULES:
+        names = ["auto", *SCHEDULES]
+        raise unknown_name("lr_schedule", config.lr_schedule, names, where="train.lr_schedule")
+    return SCHEDULES[name](config)

@@ -73,11 +73,13 @@ class StopSignals:
 
 @dataclass(frozen=True, slots=True)
 class Alarm:
-    """What every rank learns after an update: a stop signal on any rank (0: none), and
-    whether rank 0's clock has run past the time budget."""
+    """What every rank learns after an update: a stop signal on any rank (0: none), whether
+    rank 0's clock has run past the time budget, and rank 0's training seconds (the clock the
+    budget and the learning-rate schedule read, the same on every rank)."""
 
     signum: int
     out_of_time: bool
+    seconds: float
 
 
 class StopRules:
@@ -91,10 +93,26 @@ class StopRules:
         budget (its clock alone counts, so that all ranks stop at the same update)."""
         budget = self.config.time_budget
         out_of_time = budget is not None and seconds >= budget * 60
-        signum, out_of_time_main = self.dist.all_reduce(
-            [signals.signum or 0, out_of_time and self.dist.is_main], op="max"
+        main = self.dist.is_main
+        signum, out_of_time_main, main_seconds = self.dist.all_reduce(
+            [signals.signum or 0, out_of_time and main, seconds if main else 0.0], op="max"
         )
-        return Alarm(signum=int(signum), out_of_time=bool(out_of_time_main))
+        return Alarm(signum=int(signum), out_of_time=bool(out_of_time_main), seconds=main_seconds)
+
+    def progress(self, state: RunState, *, epoch_batches: int) -> float | None:
+        """The share of the run done, 0 to 1, by the limit nearest its end (the time budget,
+        max updates, max epochs); None for a run without one. ``epoch_batches``: the batches of
+        the current epoch."""
+        cfg = self.config
+        shares = []
+        if cfg.time_budget is not None:
+            shares.append(state.seconds / (cfg.time_budget * 60))
+        if cfg.max_updates is not None:
+            shares.append(state.updates / cfg.max_updates)
+        if cfg.max_epochs is not None:
+            epochs_done = state.epoch - 1 + state.batch_in_epoch / max(1, epoch_batches)
+            shares.append(epochs_done / cfg.max_epochs)
+        return min(1.0, max(shares)) if shares else None
 
     def patience_ran_out(self, state: RunState) -> bool:
         """Early stopping: ``train.patience`` validations in a row without a better BLEU."""

@@ -21,6 +21,7 @@ import torch
 from nmtkit import checkpoint as ckpt
 from nmtkit.config import Config
 from nmtkit.data.text import PAD_ID
+from nmtkit.errors import ConfigError
 from nmtkit.models import build_model
 from nmtkit.runtime import resolve_device, tune_allocator
 from nmtkit.training.data import TrainingData, concat_policy
@@ -103,6 +104,13 @@ def _train(
     """Check the model directory, build the model, restore a saved run or start afresh, and
     run the loop."""
     data = TrainingData.load(data_dir)
+    if config.model.share_embeddings and data.vocab.src_spm != data.vocab.tgt_spm:
+        raise ConfigError(
+            "share_embeddings needs one SentencePiece model for both languages, and this data "
+            "has one per language",
+            where=f"{data_dir}: model.share_embeddings",
+            hint="preprocess with a joint SentencePiece model (the default)",
+        )
     if dist.restarts and not resume and holds_train_state(model_dir):
         log.info("torchrun restart %d: resuming the run saved in %s", dist.restarts, model_dir)
         resume = True

@@ -112,8 +112,16 @@ class Updater:
         """The learning rate of the last update."""
         return float(self.optimizer.param_groups[0]["lr"])
 
-    def update(self, group: list[np.ndarray], examples: EpochExamples, *, done: int) -> UpdateSums:
-        """Update on the global batch ``group`` of ``examples``, after ``done`` updates: this
+    def update(
+        self,
+        group: list[np.ndarray],
+        examples: EpochExamples,
+        *,
+        done: int,
+        progress: float | None = None,
+    ) -> UpdateSums:
+        """Update on the global batch ``group`` of ``examples``, after ``done`` updates and
+        ``progress`` of the run (:meth:`nmtkit.training.stopping.StopRules.progress`): this
         rank takes every ``world_size``-th batch from its rank on, accumulating their gradients
         locally (``no_sync``) until the last, whose backward averages them over the ranks."""
         rank, world = self.dist.rank, self.dist.world_size
@@ -124,7 +132,7 @@ class Updater:
         # whole group, so this needs no communication.
         tokens = sum(examples.target_tokens(indices) for indices in group)
         sentences = sum(len(indices) for indices in group)
-        lr = self.schedule.lr_at(done + 1)
+        lr = self.schedule.lr_at(done + 1, progress)
         for param_group in self.optimizer.param_groups:
             param_group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)

@@ -1,4 +1,5 @@
-"""Validation during training: loss under teacher forcing and BLEU of greedy translations."""
+"""Validation during training: loss under teacher forcing and BLEU of greedy translations (or of
+another search, for choosing its settings)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from dataclasses import dataclass
 
 import torch
 
-from nmtkit.config import Config, SearchConfig
+from nmtkit.config import ComponentSpec, Config, SearchConfig
 from nmtkit.data.text import TextPipeline
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import get
 from nmtkit.runtime import autocast
 from nmtkit.scoring.metrics import MetricScore, corpus_bleu
-from nmtkit.search.decode import decode_sequences
+from nmtkit.search.decode import build_strategy, decode_sequences
 from nmtkit.training.data import ParallelSplit, TrainingData
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,30 @@ def validation_nll(
     return total / max(tokens, 1)
 
 
+def validation_translations(
+    model: Seq2Seq,
+    valid: ParallelSplit,
+    tgt_text: TextPipeline,
+    search: SearchConfig,
+    *,
+    strategy: ComponentSpec | None = None,
+) -> list[str]:
+    """Detokenized translations of the validation sources: greedy, or by ``strategy`` (with
+    the output caps, batches and precision of ``search``)."""
+    if strategy is None:
+        strategy = ComponentSpec(name="greedy", options=get("search", "greedy").Config())
+    hyps = decode_sequences(
+        model,
+        [valid.src[i].tolist() for i in range(len(valid))],
+        build_strategy(strategy),
+        batch_size=search.batch_size,
+        max_len_a=search.max_len_a,
+        max_len_b=search.max_len_b,
+        precision=search.precision,
+    )
+    return [tgt_text.decode(h[0].tokens) if h else "" for h in hyps]
+
+
 def validation_bleu(
     model: Seq2Seq,
     valid: ParallelSplit,
@@ -48,18 +73,7 @@ def validation_bleu(
     search: SearchConfig,
 ) -> MetricScore:
     """Detokenized sacreBLEU of greedy translations of the validation sources."""
-    greedy = get("search", "greedy")
-    hyps = decode_sequences(
-        model,
-        [valid.src[i].tolist() for i in range(len(valid))],
-        greedy(greedy.Config()),
-        batch_size=search.batch_size,
-        max_len_a=search.max_len_a,
-        max_len_b=search.max_len_b,
-        precision=search.precision,
-    )
-    texts = [tgt_text.decode(h[0].tokens) if h else "" for h in hyps]
-    return corpus_bleu(texts, refs)
+    return corpus_bleu(validation_translations(model, valid, tgt_text, search), refs)
 
 
 @dataclass(frozen=True, slots=True)

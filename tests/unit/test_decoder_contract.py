@@ -16,6 +16,7 @@ from nmtkit import registry
 from nmtkit.config import load_config
 from nmtkit.data.batching import collate, collate_source
 from nmtkit.data.text import BOS_ID
+from nmtkit.errors import ConfigError
 from nmtkit.models import Seq2Seq, build_model
 from nmtkit.registry import (
     AttentionScorer,
@@ -199,3 +200,11 @@ def test_the_default_attention_blocks_are_the_rows_of_force_decode(copier: Seq2S
         blocks = list(model.force_decode_blocks(batch, block=2))
     assert [b.size(1) for b in blocks[:-1]] == [2] * (len(blocks) - 1)
     assert torch.equal(torch.cat(blocks, dim=1), whole)
+
+
+def test_a_decoder_without_a_target_embedding_refuses_to_share_it(minimal: str) -> None:
+    assert MinimalDecoder.target_embedding is Decoder.target_embedding
+    overrides = [f"model.decoder={minimal}", "model.share_embeddings=true"]
+    config = load_config(preset="tiny", overrides=overrides)
+    with pytest.raises(ConfigError, match="has no target embedding to share"):
+        build_model(config.model, src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=0)

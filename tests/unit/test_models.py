@@ -3,10 +3,12 @@ padding, for every registered scorer, are in test_attention.py)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from nmtkit.config import load_config
 from nmtkit.data.batching import collate
+from nmtkit.errors import ConfigError
 from nmtkit.models import Seq2Seq, build_model
 
 VOCAB = 20
@@ -85,3 +87,26 @@ def test_loss_through_the_output_layer_equals_the_loss_of_the_logits() -> None:
     torch.testing.assert_close(losses[0], losses[1])
     for (name, mine), theirs in zip(fused.named_parameters(), plain.parameters(), strict=True):
         torch.testing.assert_close(mine.grad, theirs.grad, msg=name)
+
+
+def test_shared_embeddings_are_one_table_for_source_target_and_output() -> None:
+    model = tiny_model(
+        "model.share_embeddings=true",
+        "model.decoder.tie_embeddings=true",
+        "model.decoder.readout_size=32",
+    )
+    table = model.decoder.target_embedding()
+    assert model.src_embed is table and model.decoder.output.weight is table.weight
+    assert sum(p.numel() for p in model.parameters()) == sum(
+        p.numel() for p in tiny_model().parameters()
+    ) - 2 * VOCAB * 32  # two tables of V x E fewer (the output layer's bias stays)
+    src, tgt = random_ids([4, 6]), random_ids([5, 3], seed=1)
+    loss, _ = model.loss(collate(src, tgt, [0, 1]))
+    loss.backward()  # one gradient for the one table, from all three uses
+    assert table.weight.grad is not None and table.weight.grad[src[0][0]].abs().sum() > 0
+
+
+def test_sharing_embeddings_needs_one_vocabulary() -> None:
+    config = load_config(preset="tiny", overrides=["model.share_embeddings=true"])
+    with pytest.raises(ConfigError, match="one vocabulary for both sides"):
+        build_model(config.model, src_vocab_size=VOCAB, tgt_vocab_size=VOCAB + 1, pad_id=0)

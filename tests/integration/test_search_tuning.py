@@ -4,12 +4,11 @@ metrics.jsonl, written into best.pt, last.pt and config.yaml, and translate's de
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 import yaml
-
-from pathlib import Path
 
 from nmtkit.checkpoint import load_model
 from nmtkit.config import load_config

@@ -97,9 +97,10 @@ def test_shared_embeddings_are_one_table_for_source_target_and_output() -> None:
     )
     table = model.decoder.target_embedding()
     assert model.src_embed is table and model.decoder.output.weight is table.weight
-    assert sum(p.numel() for p in model.parameters()) == sum(
-        p.numel() for p in tiny_model().parameters()
-    ) - 2 * VOCAB * 32  # two tables of V x E fewer (the output layer's bias stays)
+    assert (
+        sum(p.numel() for p in model.parameters())
+        == sum(p.numel() for p in tiny_model().parameters()) - 2 * VOCAB * 32
+    )  # two tables of V x E fewer (the output layer's bias stays)
     src, tgt = random_ids([4, 6]), random_ids([5, 3], seed=1)
     loss, _ = model.loss(collate(src, tgt, [0, 1]))
     loss.backward()  # one gradient for the one table, from all three uses

@@ -71,20 +71,16 @@ def tune_length_penalty(
     for alpha in grid:
         if stop():
             return None
-        options = dataclasses.replace(spec.options, length_penalty=alpha)
+        strategy = with_length_penalty(config, alpha).search.strategy
         outputs[alpha] = validation_translations(
-            loaded.model,
-            data.valid,
-            data.tgt_text,
-            config.search,
-            strategy=ComponentSpec(name=spec.name, options=options),
+            loaded.model, data.valid, data.tgt_text, config.search, strategy=strategy
         )
         bleu[alpha] = corpus_bleu(outputs[alpha], data.valid_refs).score
         log.info(
             "length penalty %g: validation BLEU %.2f (beam %d)",
             alpha,
             bleu[alpha],
-            options.beam_size,
+            strategy.options.beam_size,
         )
     best = max(grid, key=lambda alpha: (bleu[alpha], alpha == configured))
     p_value = None

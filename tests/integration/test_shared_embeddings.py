@@ -32,7 +32,12 @@ def test_shared_embeddings_train_and_load_as_one_table(tmp_path: Path) -> None:
 
 
 def test_sharing_is_refused_on_data_with_a_vocabulary_per_language(tmp_path: Path) -> None:
-    config = toy_config(tmp_path, reverse_pairs(200, seed=1), reverse_pairs(20, seed=2))
+    # Another alphabet on the target side: per-language SentencePiece models that truly differ.
+    train_pairs, valid_pairs = (
+        [(src, tgt.upper()) for src, tgt in reverse_pairs(n, seed=seed)]
+        for n, seed in ((200, 1), (20, 2))
+    )
+    config = toy_config(tmp_path, train_pairs, valid_pairs)
     preprocess(dataclasses.replace(config, joint=False))
     with pytest.raises(ConfigError, match="one SentencePiece model for both languages") as caught:
         train(tmp_path / "data", tmp_path / "model", load_config(preset="tiny", overrides=SHARED))

@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align align-figures bench-distributed bench-scale bench-long bench-ensembles bench-serve figures gpu-check clean
+.PHONY: browser page-figure install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align align-figures bench-distributed bench-scale bench-long bench-ensembles bench-serve figures gpu-check clean
 
 install: $(STAMP)
 
@@ -25,8 +25,19 @@ lint: install
 docs: install
 	$(BIN)/python docs/make_architecture.py docs/architecture.md
 
+# The translation page's tests drive Debian's Chromium (tests/cli/test_serve_page.py), installed
+# once here as the CPU torch is; NMTKIT_CHROMIUM=/path/to/chromium to use another.
+CHROMIUM := /usr/bin/chromium
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+browser: $(CHROMIUM)
+
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+
 # Two workers, one torch thread each; tests sharing a trained model share a worker (loadgroup).
-test: install lint
+test: install lint browser
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 demo: install
@@ -46,6 +57,9 @@ bench-peers: install    # ~40 min: nmtkit, fairseq, OpenNMT-py, Joey NMT side by
 
 bench-figure2: install  # ~35 min: RNNencdec vs RNNsearch, BLEU by sentence length
 	$(RUN) benchmarks/paper_figure2.sh
+
+page-figure: install browser  # ~20 s: docs/figures/serve-page.png, serve's page over MODEL (default demo/model)
+	$(BIN)/python benchmarks/page_screenshot.py --model $(or $(MODEL),demo/model) --out docs/figures/serve-page.png
 
 figures: install        # ~45 min: remakes docs/figures/ (Figure 2, attention heatmaps, training curves)
 	$(RUN) benchmarks/figures.sh

@@ -96,6 +96,13 @@ def serve(
         bool,
         typer.Option(help="Search over each batch's vocabulary shortlist (translate --shortlist)."),
     ] = False,
+    page: Annotated[
+        bool,
+        typer.Option(
+            help="Serve the translation page at / (a text box, translations and attention "
+            "heatmaps); --no-page for the API alone."
+        ),
+    ] = True,
     device: Device = "cpu",
     threads: Threads = None,
     precision: Precision = None,
@@ -103,7 +110,8 @@ def serve(
     quiet: Quiet = False,
     user_dir: UserDirs = None,
 ) -> None:
-    """Serve translations over HTTP: POST /translate, GET /health, GET /model (docs at /docs)."""
+    """Serve translations over HTTP: POST /translate, GET /health, GET /model (docs at /docs),
+    and a page at / that shows translations and their attention."""
     from nmtkit.search.length_policy import LengthPolicy
     from nmtkit.serving.limits import ServeLimits
     from nmtkit.serving.listener import check_installed, listen
@@ -135,7 +143,7 @@ def serve(
         )
         from nmtkit.serving.server import serve as run_server
 
-        run_server(translator, listener, limits=limits, access_log=verbose > 0)
+        run_server(translator, listener, limits=limits, access_log=verbose > 0, page=page)
 
 
 def _log_server_through_nmtkit(*, verbose: int) -> None:

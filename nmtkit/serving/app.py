@@ -1,5 +1,6 @@
 """The FastAPI app: ``POST /translate``, ``GET /health`` and ``GET /model`` over one
-Translator, with the batcher's worker thread started and drained by the app's lifespan.
+Translator, with the batcher's worker thread started and drained by the app's lifespan, and
+the translation page at ``/`` over them.
 
 Every error answers JSON ``{"error": "one line"}``: 413 for a request over the size limits,
 422 for invalid JSON, wrong types or search settings, 429 when the queue is full, 404 and 405
@@ -26,6 +27,7 @@ from nmtkit.errors import ConfigError
 from nmtkit.serving.batcher import Batcher, BatcherClosed, QueueFull
 from nmtkit.serving.info import describe_model
 from nmtkit.serving.limits import ServeLimits
+from nmtkit.serving.page import add_page
 from nmtkit.serving.schema import (
     ErrorBody,
     Health,
@@ -33,7 +35,7 @@ from nmtkit.serving.schema import (
     TranslateResponse,
     translation_out,
 )
-from nmtkit.serving.variants import Decoding, TranslatorPool
+from nmtkit.serving.variants import Decoding, Sentence, TranslatorPool
 from nmtkit.translation.results import Translation
 from nmtkit.translation.translator import Translator
 
@@ -50,10 +52,13 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def build_app(translator: Translator, *, limits: ServeLimits | None = None) -> FastAPI:
+def build_app(
+    translator: Translator, *, limits: ServeLimits | None = None, page: bool = True
+) -> FastAPI:
     """The translation server's app: requests are checked on the event loop, and their
     sentences decoded in shared batches by one worker thread (:class:`Batcher`), which the
-    app's lifespan starts and, at shutdown, drains.
+    app's lifespan starts and, at shutdown, drains. With ``page``, a person's page at ``/``
+    (:mod:`nmtkit.serving.page`) over the same API.
 
     A request without search settings gets the model's own search; the ``translator``'s
     batch size, output cap, length policy, precision and shortlist apply to every request.
@@ -63,7 +68,7 @@ def build_app(translator: Translator, *, limits: ServeLimits | None = None) -> F
     """
     limits = limits or ServeLimits()
     pool = TranslatorPool(translator, max_beam=limits.max_beam)
-    batcher: Batcher[Decoding, Translation] = Batcher(
+    batcher: Batcher[Decoding, Sentence, Translation] = Batcher(
         pool.translate,
         wait_s=limits.batch_wait_ms / 1000,
         max_batch_sentences=limits.max_batch_sentences,
@@ -94,6 +99,8 @@ def build_app(translator: Translator, *, limits: ServeLimits | None = None) -> F
     app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
     _add_error_handlers(app)
     _add_routes(app, pool=pool, batcher=batcher, limits=limits, info=info)
+    if page:
+        add_page(app)
     return app
 
 
@@ -101,7 +108,7 @@ def _add_routes(
     app: FastAPI,
     *,
     pool: TranslatorPool,
-    batcher: Batcher[Decoding, Translation],
+    batcher: Batcher[Decoding, Sentence, Translation],
     limits: ServeLimits,
     info: dict[str, Any],
 ) -> None:
@@ -116,18 +123,32 @@ def _add_routes(
         lines = request.lines()
         check_lines(lines, limits)
         try:
+            prefixes = request.prefixes()
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        if prefixes is not None:
+            check_lines(prefixes, limits, field="prefix")
+        try:
             decoding = pool.resolve(request.settings())
         except ConfigError as exc:
             raise HTTPException(422, str(exc)) from None
+        sentences = [
+            Sentence(text=line, prefix=prefixes[i] if prefixes else "")
+            for i, line in enumerate(lines)
+        ]
         try:
-            future = batcher.submit(decoding, lines)
+            future = batcher.submit(decoding, sentences)
         except QueueFull as exc:
             raise HTTPException(429, str(exc), headers={"Retry-After": "1"}) from None
         except BatcherClosed as exc:
             raise HTTPException(503, str(exc)) from None
         found = await asyncio.wrap_future(future)
-        nbest = decoding.nbest > 1
-        return TranslateResponse(translations=[translation_out(t, nbest=nbest) for t in found])
+        shown = {
+            "nbest": decoding.nbest > 1,
+            "alignment": request.alignment,
+            "attention": request.attention,
+        }
+        return TranslateResponse(translations=[translation_out(t, **shown) for t in found])
 
     @app.get("/health", response_model=Health)
     async def health() -> Health:
@@ -147,9 +168,10 @@ def _add_routes(
         return info
 
 
-def check_lines(lines: Sequence[str], limits: ServeLimits) -> None:
-    """Refuse a request over ``max_sentences`` or with a sentence over ``max_chars`` (413), or
-    with a sentence that is not Unicode text (422: a lone surrogate, which JSON can spell)."""
+def check_lines(lines: Sequence[str], limits: ServeLimits, *, field: str = "text") -> None:
+    """Refuse a request over ``max_sentences`` or with a sentence (or prefix: ``field``) over
+    ``max_chars`` (413), or with one that is not Unicode text (422: a lone surrogate, which
+    JSON can spell)."""
     if len(lines) > limits.max_sentences:
         raise HTTPException(
             413,
@@ -160,14 +182,15 @@ def check_lines(lines: Sequence[str], limits: ServeLimits) -> None:
         if len(line) > limits.max_chars:
             raise HTTPException(
                 413,
-                f"text[{i}] has {len(line)} characters; this server takes at most "
+                f"{field}[{i}] has {len(line)} characters; this server takes at most "
                 f"{limits.max_chars} a sentence (--max-chars)",
             )
         try:
             line.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise HTTPException(
-                422, f"text[{i}] is not Unicode text: a lone surrogate at character {exc.start}"
+                422,
+                f"{field}[{i}] is not Unicode text: a lone surrogate at character {exc.start}",
             ) from None
 
 

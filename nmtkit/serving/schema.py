@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.serving.variants import SearchSettings
-from nmtkit.translation.results import Candidate, Translation
+from nmtkit.translation.results import Candidate, Translation, WordAttention
 
 _SETTING = "{} (translate's {}); default: the model's."
 
@@ -46,13 +46,52 @@ class TranslateRequest(BaseModel):
     alignment: bool = Field(
         False, description="Give each translation its word alignment, as Pharaoh i-j links."
     )
+    attention: bool = Field(
+        False,
+        description="Give each translation its attention over words (the soft alignment the "
+        "links are read off): its source and target words and a weight for each pair.",
+    )
+    prefix: str | list[str] | None = Field(
+        None,
+        description="Each sentence's forced target prefix, raw text ('' for none; translate's "
+        "--prefix): a string for one sentence, a list as long as text's for a list.",
+        examples=["Ein Hund"],
+    )
 
     def lines(self) -> list[str]:
         return [self.text] if isinstance(self.text, str) else self.text
 
+    def prefixes(self) -> list[str] | None:
+        """One prefix per sentence, or None for none.
+
+        Raises:
+            ValueError: a prefix that does not match ``text`` (a list for a string, or
+                another count of sentences).
+        """
+        if self.prefix is None:
+            return None
+        if isinstance(self.text, str) != isinstance(self.prefix, str):
+            kind = "a string" if isinstance(self.text, str) else "a list"
+            raise ValueError(f"prefix: should be {kind}, as text is")
+        prefixes = [self.prefix] if isinstance(self.prefix, str) else self.prefix
+        if len(prefixes) != len(self.lines()):
+            raise ValueError(
+                f"prefix: {len(prefixes)} prefixes for {len(self.lines())} sentences; give one "
+                "per sentence, '' for none"
+            )
+        return prefixes
+
     def settings(self) -> SearchSettings:
-        fields = self.model_dump(exclude={"text"})
+        fields = self.model_dump(exclude={"text", "prefix"})
         return SearchSettings(**fields)
+
+
+class AttentionOut(BaseModel):
+    source: list[str] = Field(description="The source words (tokenized, as links number them).")
+    target: list[str] = Field(description="The target words (tokenized).")
+    weights: list[list[float]] = Field(
+        description="One row per target word, one weight per source word; each row sums to 1."
+    )
 
 
 class CandidateOut(BaseModel):
@@ -62,6 +101,9 @@ class CandidateOut(BaseModel):
         None,
         description="Pharaoh links 'i-j' (source word i, target word j, 0-based), when asked "
         "for and the model's attention is an alignment.",
+    )
+    attention: AttentionOut | None = Field(
+        None, description="When asked for and the model's attention is an alignment."
     )
 
 
@@ -89,19 +131,32 @@ class ErrorBody(BaseModel):
     )
 
 
-def translation_out(item: Translation, *, nbest: bool) -> TranslationOut:
-    """A translation as the API gives it: its best candidate, and all of them with ``nbest``."""
-    best = item.candidates[0]
-    return TranslationOut(
-        **_candidate(best).model_dump(),
-        nbest=[_candidate(c) for c in item.candidates] if nbest else None,
-    )
+ATTENTION_DIGITS = 4  # decimals of an attention weight in the JSON
 
 
-def _candidate(candidate: Candidate) -> CandidateOut:
-    links = candidate.links
+def translation_out(
+    item: Translation, *, nbest: bool, alignment: bool = True, attention: bool = False
+) -> TranslationOut:
+    """A translation as the API gives it: its best candidate, and all of them with ``nbest``;
+    each with its links where it has them and ``alignment``, its word attention with
+    ``attention``."""
+    out = [_candidate(c, alignment=alignment, attention=attention) for c in item.candidates]
+    return TranslationOut(**dict(out[0]), nbest=out if nbest else None)
+
+
+def _candidate(candidate: Candidate, *, alignment: bool, attention: bool) -> CandidateOut:
+    links, weights = candidate.links, candidate.attention
     return CandidateOut(
         text=candidate.text,
         score=candidate.score,
-        alignment=None if links is None else format_pharaoh(links),
+        alignment=None if links is None or not alignment else format_pharaoh(links),
+        attention=None if weights is None or not attention else _attention(weights),
+    )
+
+
+def _attention(attention: WordAttention) -> AttentionOut:
+    return AttentionOut(
+        source=list(attention.source),
+        target=list(attention.target),
+        weights=attention.weights.round(ATTENTION_DIGITS).tolist(),
     )

@@ -65,15 +65,17 @@ def serve(
     *,
     limits: ServeLimits | None = None,
     access_log: bool = False,
+    page: bool = True,
 ) -> None:
     """Serve ``translator`` on ``listener`` (:func:`~nmtkit.serving.listener.listen`) until
-    SIGTERM or Ctrl-C, and return once every request in flight is answered.
+    SIGTERM or Ctrl-C, and return once every request in flight is answered; with ``page``,
+    the translation page at ``/`` too.
 
     Raises:
         ConfigError: the model's own search keeps more hypotheses than ``limits.max_beam``.
         Interrupted: a second Ctrl-C forced the stop before the requests in flight were done.
     """
-    app = build_app(translator, limits=limits)
+    app = build_app(translator, limits=limits, page=page)
     config = uvicorn.Config(
         app,
         log_config=None,  # the command's logging stands
@@ -85,6 +87,8 @@ def serve(
     url = socket_url(listener)
     models = " + ".join(str(member.path) for member in translator.members)
     log.info("serving %s on %s (API docs at %s/docs)", models, url, url)
+    if page:
+        log.info("translation page: open %s/ in a browser", url)
     try:
         server.run(sockets=[listener])
     finally:

@@ -40,6 +40,7 @@ class SearchSettings:
     seed: int | None = None
     nbest: int = 1
     alignment: bool = False
+    attention: bool = False
 
     def overrides(self) -> SearchOverrides:
         return SearchOverrides(
@@ -57,8 +58,17 @@ class SearchSettings:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Sentence:
+    """One sentence of a request: its raw text and forced target prefix ('' for none)."""
+
+    text: str
+    prefix: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Decoding:
     """A resolved search: requests with equal Decodings are decoded in the same batches.
+    ``alignment``: the translations keep their attention (for links, attention or both).
 
     ``signature`` is :func:`~nmtkit.search.overrides.describe_search` of ``spec``, which names
     the strategy and every option, so equal signatures mean the same search.
@@ -114,13 +124,15 @@ class TranslatorPool:
         return Decoding(
             signature=describe_search(spec),
             nbest=settings.nbest,
-            alignment=settings.alignment,
+            alignment=settings.alignment or settings.attention,
             spec=spec,
         )
 
-    def translate(self, decoding: Decoding, lines: list[str]) -> list[Translation]:
-        """Translate one batch of lines with ``decoding`` (on the worker thread)."""
-        return self.translator(decoding).translate_chunk(lines)
+    def translate(self, decoding: Decoding, sentences: list[Sentence]) -> list[Translation]:
+        """Translate one batch of sentences with ``decoding`` (on the worker thread)."""
+        lines = [sentence.text for sentence in sentences]
+        prefixes = [sentence.prefix for sentence in sentences]
+        return self.translator(decoding).translate_chunk(lines, prefixes=prefixes)
 
     def translator(self, decoding: Decoding) -> Translator:
         """The Translator of ``decoding``, made on first use."""

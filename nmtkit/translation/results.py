@@ -1,25 +1,40 @@
-"""What translation returns: each input line's candidates (text, score, word links) and, with
-sentence splitting, the sentences they join."""
+"""What translation returns: each input line's candidates (text, score, word links and the
+attention they come from) and, with sentence splitting, the sentences they join."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from nmtkit.alignment.links import Link, argmax_links, piece_weights_to_words
-from nmtkit.data.text import TextPipeline
+from nmtkit.data.text import TextPipeline, words
 from nmtkit.registry import Hypothesis
+
+
+@dataclass(frozen=True, kw_only=True, slots=True, eq=False)
+class WordAttention:
+    """The soft alignment of one hypothesis in words, as ``nmtkit align`` draws it:
+    ``weights[j, i]`` is the attention target word j paid to source word i, its pieces gathered
+    (:func:`~nmtkit.alignment.links.merge_to_words`), each row summing to 1. The words are the
+    model's tokenized words, which the links number."""
+
+    source: tuple[str, ...]
+    target: tuple[str, ...]
+    weights: np.ndarray  # [T_words, S_words]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Candidate:
     """One hypothesis as text: its score (:attr:`nmtkit.registry.Hypothesis.score`) and, when
-    asked for, its word alignment as (source word, target word) links, 0-based."""
+    asked for, its word alignment as (source word, target word) links, 0-based, read off
+    ``attention`` by argmax (what ``nmtkit align`` prints by default)."""
 
     text: str
     score: float
     links: tuple[Link, ...] | None = None
+    attention: WordAttention | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -52,13 +67,17 @@ class Translation:
         return self.candidates[0].text if self.candidates else ""
 
 
-def word_links(
+def word_attention(
     weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str]
-) -> tuple[Link, ...]:
-    """Word links from attention over pieces [T+1, S+1] (EOS step and position included)."""
+) -> WordAttention:
+    """Attention over words from attention over pieces [T+1, S+1] (EOS step and position
+    included)."""
+    source, target = tuple(words(src_pieces)), tuple(words(tgt_pieces))
     if not src_pieces or not tgt_pieces:
-        return ()
-    return tuple(argmax_links(piece_weights_to_words(weights, src_pieces, tgt_pieces)))
+        empty = np.zeros((len(target), len(source)))
+        return WordAttention(source=source, target=target, weights=empty)
+    merged = piece_weights_to_words(weights, src_pieces, tgt_pieces)
+    return WordAttention(source=source, target=target, weights=merged)
 
 
 def candidate_of(
@@ -72,8 +91,10 @@ def candidate_of(
     ``src_pieces``; None (an empty line) is the empty candidate."""
     if hyp is None:
         return Candidate(text="", score=0.0, links=() if with_alignment else None)
-    links = None
+    links = attention = None
     if with_alignment and hyp.weights is not None:
         tgt_pieces = tgt_text.id_to_piece(hyp.tokens)
-        links = word_links(hyp.weights, src_pieces, tgt_pieces)
-    return Candidate(text=tgt_text.decode(hyp.tokens), score=hyp.score, links=links)
+        attention = word_attention(hyp.weights, src_pieces, tgt_pieces)
+        links = tuple(argmax_links(attention.weights))
+    text = tgt_text.decode(hyp.tokens)
+    return Candidate(text=text, score=hyp.score, links=links, attention=attention)

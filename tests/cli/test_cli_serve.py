@@ -180,10 +180,87 @@ def test_an_ensemble_is_served_as_translate_translates_it(
     assert [m["path"] for m in info["models"]] == [str(model_dir / "best.pt")] * 2
 
 
+def test_a_prefix_per_sentence_equals_translate_with_a_prefix_file(
+    cli: Invoke, model_dir: Path, server: Server, sources: list[str], tmp_path: Path
+) -> None:
+    """What the page's completion asks: each sentence with its own forced prefix ('' for
+    none), as ``translate --prefix`` translates them."""
+    lines = sources[:3]
+    prefixes = ["Ein Mann", "", "Zwei"]
+    prefix_file = tmp_path / "prefixes.de"
+    prefix_file.write_text("".join(f"{p}\n" for p in prefixes), "utf-8")
+    expected = translate_jsonl(cli, model_dir, lines, "--prefix", str(prefix_file))
+    response = server.post({"text": lines, "prefix": prefixes})
+    assert response.status_code == 200, response.text
+    for answer, record in zip(response.json()["translations"], expected, strict=True):
+        assert_same(answer, record)
+    assert expected[0]["hyp"].startswith("Ein Mann") and expected[2]["hyp"].startswith("Zwei")
+    one = server.post({"text": lines[0], "prefix": prefixes[0]})
+    assert one.json()["translations"][0]["text"] == expected[0]["hyp"]
+
+
+def test_attention_is_the_word_matrix_the_links_are_read_off(
+    server: Server, model_dir: Path, sources: list[str]
+) -> None:
+    """One row per target word, one column per source word, rows summing to 1, and each
+    target word's link at its row's largest weight (a prefix makes the tiny model's outputs
+    words long)."""
+    from nmtkit.data.text import words
+
+    body = {"text": sources[:4], "prefix": ["Ein Mann"] * 4, "attention": True, "alignment": True}
+    response = server.post(body)
+    assert response.status_code == 200, response.text
+    src_text = load_model(model_dir).src_text
+    for line, answer in zip(sources, response.json()["translations"], strict=False):
+        attention = answer["attention"]
+        assert attention["source"] == words(src_text.id_to_piece(src_text.encode(line)))
+        assert len(attention["weights"]) == len(attention["target"]) >= 2
+        assert attention["target"][:2] == ["Ein", "Mann"]
+        links = sorted(tuple(map(int, link.split("-"))) for link in answer["alignment"].split())
+        argmax = []
+        for j, row in enumerate(attention["weights"]):
+            assert len(row) == len(attention["source"])
+            assert sum(row) == pytest.approx(1.0, abs=1e-3)
+            argmax.append((row.index(max(row)), j))
+        assert links == sorted(argmax)
+    without = server.post({"text": sources[0], "attention": True}).json()["translations"][0]
+    assert "attention" in without and "alignment" not in without
+
+
+def test_the_page_is_served_with_a_content_security_policy(server: Server) -> None:
+    page = httpx.get(f"{server.url}/", timeout=TIMEOUT)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy
+    assert "<script" in page.text and "static/page.js" in page.text
+    for name, kind in (("page.js", "javascript"), ("page.css", "css")):
+        asset = httpx.get(f"{server.url}/static/{name}", timeout=TIMEOUT)
+        assert asset.status_code == 200 and kind in asset.headers["content-type"]
+    spec = httpx.get(f"{server.url}/openapi.json", timeout=TIMEOUT).json()
+    assert "/" not in spec["paths"]  # the page is not part of the API
+
+
+def test_no_page_leaves_slash_a_404(model_dir: Path, tmp_path: Path) -> None:
+    with running_server(model_dir, tmp_path, "--no-page") as api_only:
+        response = httpx.get(f"{api_only.url}/", timeout=TIMEOUT)
+        static = httpx.get(f"{api_only.url}/static/page.js", timeout=TIMEOUT)
+        translated = api_only.post({"text": "A dog."})
+    assert response.status_code == 404 and "no such path: /" in response.json()["error"]
+    assert static.status_code == 404 and translated.status_code == 200
+    assert "translation page" not in api_only.stderr()
+
+
 # ----------------------------------------------------------------------------- bad requests
 
 BAD_REQUESTS = [
     pytest.param({"json": {"text": ["a"] * 33}}, 413, "at most 32 (--max-sentences)", id="lines"),
+    pytest.param(
+        {"json": {"text": ["a"], "prefix": ["b" * 401]}}, 413, "prefix[0] has 401", id="prefix"
+    ),
+    pytest.param(
+        {"json": {"text": ["a", "b"], "prefix": ["c"]}}, 422, "1 prefixes for 2", id="prefixes"
+    ),
+    pytest.param({"json": {"text": "a", "prefix": ["c"]}}, 422, "should be a string", id="pfx"),
     pytest.param({"json": {"text": ["a", "b" * 401]}}, 413, "text[1] has 401", id="chars"),
     pytest.param({"json": {"text": "x" * 300_000}}, 413, "body is over", id="body"),
     pytest.param({"content": b'{"text": ["a"'}, 422, "not valid JSON", id="bad-json"),

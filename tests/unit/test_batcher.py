@@ -31,7 +31,7 @@ class Recorder:
 
 def make(
     decode: Recorder, *, wait_s: float = 30.0, max_batch: int = 100, max_queue: int = 1000
-) -> Batcher[str, str]:
+) -> Batcher[str, str, str]:
     return Batcher(decode, wait_s=wait_s, max_batch_sentences=max_batch, max_queue=max_queue)
 
 
@@ -41,9 +41,9 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture
-def closing() -> Iterator[list[Batcher[str, str]]]:
+def closing() -> Iterator[list[Batcher[str, str, str]]]:
     """Batchers appended here are closed and joined after the test, whatever happens."""
-    made: list[Batcher[str, str]] = []
+    made: list[Batcher[str, str, str]] = []
     yield made
     for batcher in made:
         batcher.close()
@@ -51,7 +51,7 @@ def closing() -> Iterator[list[Batcher[str, str]]]:
 
 
 def test_requests_waiting_together_are_decoded_as_one_batch_in_order(
-    recorder: Recorder, closing: list[Batcher[str, str]]
+    recorder: Recorder, closing: list[Batcher[str, str, str]]
 ) -> None:
     batcher = make(recorder, wait_s=3600, max_batch=6)  # decoded when the sixth comes
     closing.append(batcher)
@@ -64,7 +64,7 @@ def test_requests_waiting_together_are_decoded_as_one_batch_in_order(
 
 
 def test_a_full_batch_is_decoded_without_waiting(
-    recorder: Recorder, closing: list[Batcher[str, str]]
+    recorder: Recorder, closing: list[Batcher[str, str, str]]
 ) -> None:
     batcher = make(recorder, wait_s=3600, max_batch=3)
     closing.append(batcher)
@@ -114,7 +114,7 @@ def test_every_sentence_is_answered_once_within_the_batch_size(
 
 
 def test_a_request_over_the_queue_bound_is_refused_until_the_queue_empties(
-    recorder: Recorder, closing: list[Batcher[str, str]]
+    recorder: Recorder, closing: list[Batcher[str, str, str]]
 ) -> None:
     batcher = make(recorder, max_queue=3)
     closing.append(batcher)
@@ -141,14 +141,16 @@ def test_close_answers_what_is_queued_and_refuses_new_requests(recorder: Recorde
 
 
 def test_a_failed_request_fails_alone_and_its_batch_mates_get_answers(
-    closing: list[Batcher[str, str]],
+    closing: list[Batcher[str, str, str]],
 ) -> None:
     def decode(key: str, sentences: list[str]) -> list[str]:
         if "bad" in sentences:
             raise RuntimeError("model on fire")
         return [s.upper() for s in sentences]
 
-    batcher: Batcher[str, str] = Batcher(decode, wait_s=3600, max_batch_sentences=4, max_queue=8)
+    batcher: Batcher[str, str, str] = Batcher(
+        decode, wait_s=3600, max_batch_sentences=4, max_queue=8
+    )
     closing.append(batcher)
     batcher.start()
     first = batcher.submit("k", ["a"])
@@ -162,9 +164,9 @@ def test_a_failed_request_fails_alone_and_its_batch_mates_get_answers(
 
 
 def test_a_decoder_that_loses_a_result_is_an_error_not_a_shifted_answer(
-    closing: list[Batcher[str, str]],
+    closing: list[Batcher[str, str, str]],
 ) -> None:
-    batcher: Batcher[str, str] = Batcher(
+    batcher: Batcher[str, str, str] = Batcher(
         lambda key, sentences: sentences[1:], wait_s=0, max_batch_sentences=8, max_queue=8
     )
     closing.append(batcher)

@@ -23,7 +23,7 @@ from nmtkit.config import Config
 from nmtkit.data.text import PAD_ID
 from nmtkit.errors import ConfigError
 from nmtkit.models import build_model
-from nmtkit.runtime import resolve_device, tune_allocator
+from nmtkit.runtime import limit_kernel_cache, resolve_device, tune_allocator
 from nmtkit.training.data import TrainingData, concat_policy
 from nmtkit.training.distributed import Distributed, session
 from nmtkit.training.loop import TrainingLoop, TrainResult
@@ -118,6 +118,7 @@ def _train(
     if dist.is_main:  # rank 0 alone writes and deletes
         clean_model_dir(model_dir)
     tune_allocator()
+    limit_kernel_cache()
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     seed_everything(config.train.seed)

@@ -128,6 +128,17 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch, *, built: bool, gpus: int) -> Non
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus if built else 0)
 
 
+def test_limit_kernel_cache_sets_onednns_capacity_unless_the_user_has(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(runtime.ONEDNN_CACHE_VARIABLE, raising=False)
+    assert runtime.limit_kernel_cache(64)
+    assert runtime.os.environ[runtime.ONEDNN_CACHE_VARIABLE] == "64"
+    monkeypatch.setenv(runtime.ONEDNN_CACHE_VARIABLE, "512")
+    assert not runtime.limit_kernel_cache(64)
+    assert runtime.os.environ[runtime.ONEDNN_CACHE_VARIABLE] == "512"
+
+
 def test_resolve_device_keeps_the_cpu() -> None:
     assert resolve_device("cpu") == torch.device("cpu")
     assert resolve_device(torch.device("cpu")) == torch.device("cpu")

@@ -102,6 +102,9 @@ class TrainConfig:
     # (nmtkit average MODEL_DIR --last N averages them); 0 keeps none
     keep_last: int = 0
     log_every: int = 50  # updates between log lines
+    # also write metrics.jsonl's records as TensorBoard scalars into this folder (None: off;
+    # needs the tensorboard extra); a resumed run appends to it
+    tensorboard: str | None = None
     # when training ends, the beam's length penalty is chosen among these (and search's own) by
     # validation BLEU and stored in the model's config, translate's default; () is off (the
     # default: on Multi30k the validation set's choice did not carry over, docs/quality.md)

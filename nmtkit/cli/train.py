@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -71,6 +72,14 @@ def train(
             f"{default_tag(TRAIN, 'device', of=CONFIGS)}."
         ),
     ] = None,
+    tensorboard: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Also write the records of metrics.jsonl as TensorBoard scalars into DIR "
+            "(train.tensorboard; needs the tensorboard extra). --resume appends to it.",
+        ),
+    ] = None,
     print_config: Annotated[bool, typer.Option(help="Print the resolved config and exit.")] = False,
     verbose: Verbose = 0,
     quiet: Quiet = False,
@@ -93,6 +102,8 @@ def train(
         "device": device,
     }
     overrides = list(set_ or []) + [f"train.{k}={v}" for k, v in flags.items() if v is not None]
+    if tensorboard is not None:  # a path, quoted: JSON's string is YAML's too
+        overrides.append(f"train.tensorboard={json.dumps(str(tensorboard))}")
     cfg = load_config(preset=preset, path=config, overrides=overrides)
     if print_config:
         typer.echo(dump_yaml(cfg), nl=False)

@@ -94,12 +94,14 @@ class TrainingLoop:
     def run(self) -> TrainResult:
         """Train until a stopping rule fires. A stop signal (Ctrl-C, SIGTERM) on any rank
         finishes the update on every rank, saves, and raises :class:`Interrupted`; a second one
-        aborts at once."""
+        aborts at once. TensorBoard's log (``train.tensorboard``) is closed however it ends."""
         self._log_setup()
         self.updater.wrap()
         started = time.monotonic() - self.state.seconds
         self.state.stop_reason = None
-        with self.signals:  # also over the closing validation and save: a signal there waits
+        board = self.run_log.tensorboard(self.config.train.tensorboard, after=self.state.updates)
+        # also over the closing validation and save: a signal there waits
+        with self.signals, board:
             reason = self._train_until_stopped(started)
             self.state.seconds = time.monotonic() - started
             if reason == "interrupted":

@@ -1,6 +1,6 @@
 """What a training run reports: sums over the updates since the last log line, the progress bar,
 and the train and validation records that rank 0 appends to ``metrics.jsonl`` and ``train.log``
-and logs."""
+and logs (and, with ``train.tensorboard``, writes as TensorBoard scalars)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from nmtkit.console import progress
 from nmtkit.outputs import writing
 from nmtkit.scoring.metrics import MetricScore
 from nmtkit.training.distributed import Distributed
+from nmtkit.training.tensorboard import TensorBoardLog
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +70,37 @@ class Window:
 
 class RunLog:
     """``metrics.jsonl`` (one JSON record a line) and ``train.log`` (the same as ``key=value``
-    words) in the model directory. The records keep the key ``step`` for the update."""
+    words) in the model directory, and while :meth:`tensorboard` is open the same records as
+    TensorBoard scalars. The records keep the key ``step`` for the update."""
 
     def __init__(self, model_dir: Path, dist: Distributed) -> None:
         self.model_dir, self.dist = model_dir, dist
+        self._tensorboard: TensorBoardLog | None = None
+
+    @contextlib.contextmanager
+    def tensorboard(self, log_dir: str | Path | None, *, after: int) -> Iterator[None]:
+        """While open, rank 0 also writes every record to TensorBoard in ``log_dir`` (None:
+        nothing), closing it however the block ends. ``after``: the update the run starts after
+        (0: a fresh run, whose log starts over); TensorBoard hides the events already in
+        ``log_dir`` from the next update on, which a killed run may have logged after its save.
+
+        Raises:
+            ConfigError: the ``tensorboard`` extra is not installed.
+        """
+        if log_dir is None or not self.dist.is_main:
+            yield
+            return
+        board = TensorBoardLog(Path(log_dir), purge_step=after + 1 if after else 0)
+        self._tensorboard = board
+        try:
+            yield
+        finally:
+            self._tensorboard = None
+            board.close()
 
     def write(self, record: dict[str, Any]) -> None:
-        """Append ``record`` to both files and log it: rank 0 alone."""
+        """Append ``record`` to both files, log it, and write it to TensorBoard if open: rank 0
+        alone."""
         if not self.dist.is_main:
             return
         line = " ".join(
@@ -87,6 +112,8 @@ class RunLog:
         ):
             with writing(path), open(path, "a", encoding="utf-8") as stream:
                 stream.write(text + "\n")
+        if self._tensorboard is not None:
+            self._tensorboard.write(record)
         log.info("%s", line)
 
     def training(

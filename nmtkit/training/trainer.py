@@ -23,6 +23,7 @@ from nmtkit.config import Config
 from nmtkit.data.text import PAD_ID
 from nmtkit.errors import ConfigError
 from nmtkit.models import build_model
+from nmtkit.outputs import check_writable_dir
 from nmtkit.runtime import limit_kernel_cache, resolve_device, tune_allocator
 from nmtkit.training.data import TrainingData, concat_policy
 from nmtkit.training.distributed import Distributed, session
@@ -35,6 +36,7 @@ from nmtkit.training.model_dir import (
     write_config,
 )
 from nmtkit.training.stopping import CONTINUE_HINTS
+from nmtkit.training.tensorboard import check_installed
 from nmtkit.training.train_state import RunState
 from nmtkit.training.update import LossForward, build_optimizer, rank_seed
 
@@ -77,14 +79,17 @@ def train(
     raises the limit it stopped at.
 
     Raises:
-        ConfigError: ``train.device`` is not on this machine, or a bad launcher setting.
-        DataError: ``data_dir`` is not a data directory, or ``model_dir`` cannot be made or
-            written.
+        ConfigError: ``train.device`` is not on this machine, a bad launcher setting, or
+            ``train.tensorboard`` without the ``tensorboard`` extra installed.
+        DataError: ``data_dir`` is not a data directory, or ``model_dir`` (or the
+            ``train.tensorboard`` folder) cannot be made or written.
         CheckpointError: ``model_dir`` holds a model (and neither resume nor overwrite is
             asked), or ``resume`` finds no train state that loads, or a different model.
         DistributedError: under torchrun, another rank died or stopped answering.
         Interrupted: SIGINT or SIGTERM stopped the run, after it was saved.
     """
+    if config.train.tensorboard is not None:
+        check_installed()
     device = resolve_device(config.train.device)
     with session(device) as dist:
         return _train(
@@ -117,6 +122,8 @@ def _train(
     check_model_dir(model_dir, resume=resume, overwrite=overwrite)  # every rank reads
     if dist.is_main:  # rank 0 alone writes and deletes
         clean_model_dir(model_dir)
+        if config.train.tensorboard is not None:
+            check_writable_dir(config.train.tensorboard)
     tune_allocator()
     limit_kernel_cache()
     if config.train.threads:

@@ -83,6 +83,7 @@ HELP_OPTIONS = {
         "--max-updates",
         "--resume",
         "--overwrite",
+        "--tensorboard",
         "--print-config",
     ],
     "translate": [

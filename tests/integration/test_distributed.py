@@ -142,7 +142,8 @@ def two_ranks(toy: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
     path = os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env = {"PYTHONPATH": path, "WRITES_LOG_DIR": str(writes)}
-    run_ok(2, toy, root / "model", "--max-updates", str(UPDATES), env=env)
+    tensorboard = ("--tensorboard", str(root / "tensorboard"))
+    run_ok(2, toy, root / "model", "--max-updates", str(UPDATES), *tensorboard, env=env)
     return root / "model", writes
 
 
@@ -179,6 +180,8 @@ def test_only_rank_0_writes(two_ranks: tuple[Path, Path]) -> None:
         return [line for line in lines if line.split(" ", 1)[1].startswith(inside)]
 
     assert any(line.endswith("/model/last.pt.tmp") for line in written("0")), written("0")
+    assert any("/tensorboard/events.out.tfevents." in line for line in written("0"))
+    assert len(list((model_dir.parent / "tensorboard").iterdir())) == 1  # one writer, rank 0's
     assert written("1") == []
     assert written("launcher") == []
 

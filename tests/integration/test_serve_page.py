@@ -92,9 +92,7 @@ def page(browser, server: Server) -> Iterator[object]:  # type: ignore[no-untype
     opened.on("pageerror", lambda error: errors.append(str(error)))
     opened.on("dialog", lambda dialog: errors.append(f"dialog: {dialog.message}"))
     opened.goto(f"{server.url}/")
-    opened.wait_for_function(
-        "() => document.querySelector('#beam').value !== ''", timeout=WAIT_MS
-    )
+    opened.wait_for_function("() => document.querySelector('#beam').value !== ''", timeout=WAIT_MS)
     yield opened
     context.close()
     assert not errors, errors  # no script error, and no alert from anything typed
@@ -227,7 +225,7 @@ def test_a_corrected_translation_is_completed_from_its_prefix(
 
 
 def test_markup_typed_in_shows_as_text_and_runs_nothing(page) -> None:  # type: ignore[no-untyped-def]
-    hostile = '<img src=x onerror="document.title=\'pwned\'"> <script>alert(1)</script>'
+    hostile = "<img src=x onerror=\"document.title='pwned'\"> <script>alert(1)</script>"
     translate_on_page(page, [hostile])
     assert page.locator(".sentence .source").text_content() == hostile
     assert page.locator("#results img, #results script").count() == 0

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Locator, Page
 
 from nmtkit.checkpoint import load_model
 from nmtkit.data.text import words
@@ -41,16 +42,14 @@ MAX_CHARS = 200
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    if executable is None:
         pytest.fail(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium package")
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
-            args=CHROMIUM_ARGS,
-        )
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield launched
         launched.close()
 
@@ -85,7 +84,7 @@ def server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 @pytest.fixture
-def page(browser, server: Server) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def page(browser: Browser, server: Server) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     opened = context.new_page()
     errors: list[str] = []
@@ -98,7 +97,7 @@ def page(browser, server: Server) -> Iterator[object]:  # type: ignore[no-untype
     assert not errors, errors  # no script error, and no alert from anything typed
 
 
-def translate_on_page(page, lines: list[str], **options: str) -> None:  # type: ignore[no-untyped-def]
+def translate_on_page(page: Page, lines: list[str], **options: str) -> None:
     page.fill("#source", "\n".join(lines))
     for field, value in options.items():
         page.fill(f"#{field}", value)
@@ -110,7 +109,9 @@ def translate_on_page(page, lines: list[str], **options: str) -> None:  # type: 
     )
 
 
-def align_links(cli: Invoke, model_dir: Path, lines: list[str], hyps: list[str], folder: Path):  # type: ignore[no-untyped-def]
+def align_links(
+    cli: Invoke, model_dir: Path, lines: list[str], hyps: list[str], folder: Path
+) -> list[set[tuple[int, ...]]]:
     """``nmtkit align``'s links (its default method) for each pair, as sets of (i, j)."""
     (folder / "src").write_text("".join(f"{line}\n" for line in lines), "utf-8")
     (folder / "hyp").write_text("".join(f"{line}\n" for line in hyps), "utf-8")
@@ -124,8 +125,8 @@ def align_links(cli: Invoke, model_dir: Path, lines: list[str], hyps: list[str],
 
 
 def test_translations_and_heatmaps_equal_translate_and_align(
-    page, cli: Invoke, model_dir: Path, sources: list[str], tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    page: Page, cli: Invoke, model_dir: Path, sources: list[str], tmp_path: Path
+) -> None:
     lines = sources[:3]
     translate_on_page(page, lines)
     expected = translate_jsonl(cli, model_dir, lines)
@@ -159,14 +160,14 @@ def test_translations_and_heatmaps_equal_translate_and_align(
     page.screenshot(path=str(ARTIFACTS / "serve-page.png"), full_page=True)
 
 
-def lit(table, side: str) -> list[int]:  # type: ignore[no-untyped-def]
+def lit(table: Locator, side: str) -> list[int]:
     key = "i" if side == "src" else "j"
     return table.locator(f"th.{side}.lit").evaluate_all(
         f"nodes => nodes.map(n => Number(n.dataset.{key}))"
     )
 
 
-def test_hovering_a_word_lights_the_words_it_is_aligned_to(page, sources) -> None:  # type: ignore[no-untyped-def]
+def test_hovering_a_word_lights_the_words_it_is_aligned_to(page: Page, sources: list[str]) -> None:
     translate_on_page(page, sources[3:4])
     table = page.locator("table.heatmap")
     links = table.locator("td.link").evaluate_all(
@@ -183,8 +184,8 @@ def test_hovering_a_word_lights_the_words_it_is_aligned_to(page, sources) -> Non
 
 
 def test_nbest_and_beam_options_equal_translate_with_them(
-    page, cli: Invoke, model_dir: Path, sources: list[str]
-) -> None:  # type: ignore[no-untyped-def]
+    page: Page, cli: Invoke, model_dir: Path, sources: list[str]
+) -> None:
     lines = sources[4:6]
     translate_on_page(page, lines, beam="3", nbest="3")
     expected = translate_jsonl(cli, model_dir, lines, "--beam", "3", "--nbest", "3")
@@ -198,8 +199,8 @@ def test_nbest_and_beam_options_equal_translate_with_them(
 
 
 def test_a_corrected_translation_is_completed_from_its_prefix(
-    page, cli: Invoke, model_dir: Path, sources: list[str], tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    page: Page, cli: Invoke, model_dir: Path, sources: list[str], tmp_path: Path
+) -> None:
     line = sources[6]
     translate_on_page(page, [line])
     output = page.locator(".translation")
@@ -224,7 +225,7 @@ def test_a_corrected_translation_is_completed_from_its_prefix(
     assert rows == record["hyp"].split()  # the heatmap is the completion's
 
 
-def test_markup_typed_in_shows_as_text_and_runs_nothing(page) -> None:  # type: ignore[no-untyped-def]
+def test_markup_typed_in_shows_as_text_and_runs_nothing(page: Page) -> None:
     hostile = "<img src=x onerror=\"document.title='pwned'\"> <script>alert(1)</script>"
     translate_on_page(page, [hostile])
     assert page.locator(".sentence .source").text_content() == hostile
@@ -234,7 +235,7 @@ def test_markup_typed_in_shows_as_text_and_runs_nothing(page) -> None:  # type: 
     assert page.title() != "pwned"
 
 
-def test_the_servers_refusal_shows_as_a_message(page) -> None:  # type: ignore[no-untyped-def]
+def test_the_servers_refusal_shows_as_a_message(page: Page) -> None:
     page.fill("#source", "a " * (MAX_CHARS // 2) + "b")
     page.keyboard.press("Control+Enter")
     error = page.locator("#error")

@@ -13,7 +13,10 @@ preprocesses it. Every figure is measured in this run, one thing at a time:
 * translation: the 1000 sentences of test_2016_flickr, beam 5 and greedy, the whole
   ``nmtkit translate`` command (Python start and model load included) and the decode alone
   (``decode_sequences`` over pre-encoded ids, in this process), median of ``--runs`` runs,
-  with the BLEU of the output;
+  with the BLEU of the output; the decode alone prepares the model as ``translate`` does
+  (its linear weights cast once to bf16 when it translates in bf16);
+* latency: one 10-word test sentence at a time in this warm process, as ``serve`` decodes for a
+  single client, raw text to text: p50 and p90 milliseconds, beam 5 and greedy;
 * streaming: peak RSS of ``nmtkit translate --greedy`` over N and 8N input lines.
 
 Output: a table on stderr and everything in ``OUT/speed.json``.
@@ -22,6 +25,7 @@ Output: a table on stderr and everything in ``OUT/speed.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import inspect
 import json
@@ -179,6 +183,12 @@ def decode_only(
 
         tune_allocator()
         options["precision"] = resolve_precision(precision or search.precision)
+        with contextlib.suppress(ImportError):  # nmtkit since 2026-12-05: as Translator does
+            from nmtkit.models.autocast_weights import cast_linear_weights
+            from nmtkit.runtime import DTYPES
+
+            if options["precision"] in DTYPES:
+                cast_linear_weights(loaded.model, DTYPES[options["precision"]])
     ids = [loaded.src_text.encode(line) for line in lines]
     seconds = []
     for _ in range(runs):
@@ -239,6 +249,36 @@ def streaming(model_dir: Path, src: Path, out: Path, lines: int) -> dict:
     return peaks
 
 
+def latency(model_dir: Path, lines: list[str], *, precision: str | None, words: int = 10) -> dict:
+    """One sentence at a time, as ``serve`` decodes for one client, in this (warm) process:
+    milliseconds per ``words``-word test sentence, ``translate_chunk`` from raw text to text
+    (p50, p90), beam 5 and greedy; ten sentences first to warm up, then 50."""
+    from nmtkit.search.overrides import SearchOverrides
+    from nmtkit.translation.loading import open_translator
+
+    chosen = [line for line in lines if len(line.split()) == words][:60]
+    found: dict[str, Any] = {"words": words, "sentences": len(chosen) - 10}
+    for mode, search in (
+        ("beam5", SearchOverrides(beam=5)),
+        ("greedy", SearchOverrides(greedy=True)),
+    ):
+        translator = open_translator(model_dir, search=search, precision=precision)
+        for line in chosen[:10]:
+            translator.translate_chunk([line])
+        times = []
+        for line in chosen[10:]:
+            start = time.perf_counter()
+            translator.translate_chunk([line])
+            times.append(1000 * (time.perf_counter() - start))
+        times.sort()
+        found[mode] = {
+            "p50_ms": round(statistics.median(times), 1),
+            "p90_ms": round(times[int(0.9 * len(times))], 1),
+        }
+    log(f"latency ({words}-word sentences, one at a time): {found}")
+    return found
+
+
 # ---------------------------------------------------------------------------------- report
 
 
@@ -271,6 +311,11 @@ def report(result: dict) -> None:
             table.add_row(f"translate {mode}: whole command sent/s", f"{tl['whole_sent_per_s']}")
             table.add_row(f"translate {mode}: decode only sent/s", f"{tl['decode_sent_per_s']}")
             table.add_row(f"translate {mode}: BLEU", f"{tl['bleu']}")
+    lat = result.get("latency")
+    if lat:
+        for mode in ("beam5", "greedy"):
+            table.add_row(f"one {lat['words']}-word sentence, {mode}: p50 / p90 ms",
+                          f"{lat[mode]['p50_ms']} / {lat[mode]['p90_ms']}")  # fmt: skip
     for n, peak in result.get("streaming", {}).items():
         table.add_row(f"translate --greedy, {n} lines: peak RSS (MiB)", f"{peak['peak_rss_mib']}")
     Console(stderr=True).print(table)
@@ -292,7 +337,7 @@ def main() -> None:
     parser.add_argument("--set", dest="sets", action="append", default=[],
                         help="config override for training, e.g. train.threads=1")  # fmt: skip
     parser.add_argument("--precision", help="translate --precision (default: the model's)")
-    parser.add_argument("--parts", default="roofline,train,translate,stream")
+    parser.add_argument("--parts", default="roofline,train,translate,latency,stream")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -328,6 +373,9 @@ def main() -> None:
         result["model"] = str(model)
         result["translate"] = translate(model, src, ref, args.out, runs=args.runs,
                                         precision=args.precision)  # fmt: skip
+    if "latency" in parts:
+        lines = src.read_text("utf-8").splitlines()
+        result["latency"] = latency(model, lines, precision=args.precision)
     if "stream" in parts and args.stream_lines > 0:
         result["streaming"] = streaming(model, src, args.out, args.stream_lines)
         log(f"streaming: {result['streaming']}")

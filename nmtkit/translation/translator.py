@@ -19,9 +19,10 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.text import words
 from nmtkit.errors import ConfigError
 from nmtkit.models import Seq2Seq
+from nmtkit.models.autocast_weights import cast_linear_weights
 from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import Hypothesis, SearchStrategy
-from nmtkit.runtime import check_line_memory, resolve_precision
+from nmtkit.runtime import DTYPES, check_line_memory, resolve_precision
 from nmtkit.search.decode import build_strategy, decode_sequences
 from nmtkit.search.ensemble import Ensemble, check_vocabularies
 from nmtkit.search.length_policy import LengthPolicy
@@ -130,6 +131,9 @@ class Translator:
         if self.precision == "int8":
             for member in self.members:
                 quantize_int8(member.model)
+        elif self.precision in DTYPES:  # what autocast casts per batch, cast once
+            for member in self.members:
+                cast_linear_weights(member.model, DTYPES[self.precision])
         self.splitter = SentenceSplitter(loaded.vocab.src_lang) if split_sentences else None
         self.shortlist = shortlist
 

@@ -8,7 +8,6 @@ in the headless Chromium the browser tests use, over a real model: ``make page-f
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import signal
 import subprocess
@@ -19,19 +18,12 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.browser import launch  # noqa: E402 (the browser set-up of the page tests)
+
 SENTENCES = [
     "A dog runs through the snow.",
     "Two young children are playing with a ball on the beach.",
-]
-CHROMIUM = os.environ.get("NMTKIT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
 ]
 URL = re.compile(r"serving .* on (http://[^\s]+) \(API docs")
 WAIT_S = 120
@@ -64,7 +56,10 @@ def main() -> None:
         process, url = start_server(args.model, Path(scratch) / "serve.log")
         try:
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                try:
+                    browser = launch(playwright)
+                except FileNotFoundError as exc:
+                    sys.exit(f"page_screenshot: {exc}")
                 page = browser.new_page(viewport={"width": 1000, "height": 700})
                 page.goto(f"{url}/")
                 page.fill("#source", "\n".join(SENTENCES))

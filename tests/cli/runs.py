@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,3 +33,11 @@ def invoke(args: list[str], *, input: str | bytes | None = None, debug: bool = F
     """
     env = {"NMTKIT_DEBUG": "1" if debug else None}
     return CliRunner().invoke(app, args, input=input, env=env, prog_name="nmtkit")
+
+
+def translate_jsonl(cli: Invoke, model_dir: Path, lines: list[str], *flags: str) -> list[dict]:
+    """``nmtkit translate --output-format jsonl`` of ``lines`` on one thread, as records."""
+    args = ["translate", "-m", str(model_dir), "--output-format", "jsonl", "--threads", "1"]
+    result = cli([*args, *flags], input="".join(f"{line}\n" for line in lines))
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]

@@ -5,7 +5,6 @@ start-up errors are one line."""
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import sys
@@ -19,7 +18,7 @@ import pytest
 
 from nmtkit.checkpoint import load_model
 from nmtkit.data.datadir import sha256_file
-from tests.cli.runs import Invoke
+from tests.cli.runs import Invoke, translate_jsonl
 from tests.cli.server_process import (
     TIMEOUT,
     Server,
@@ -43,13 +42,6 @@ MAIN_FLAGS = ("--max-sentences", "32", "--max-chars", "400")
 @pytest.fixture(scope="module")
 def sources(val_pairs: tuple[list[str], list[str]]) -> list[str]:
     return val_pairs[0][:NUM_LINES]
-
-
-def translate_jsonl(cli: Invoke, model_dir: Path, lines: list[str], *flags: str) -> list[dict]:
-    args = ["translate", "-m", str(model_dir), "--output-format", "jsonl", "--threads", "1"]
-    result = cli([*args, *flags], input="".join(f"{line}\n" for line in lines))
-    assert result.exit_code == 0, result.output
-    return [json.loads(line) for line in result.stdout.splitlines()]
 
 
 @pytest.fixture(scope="module")

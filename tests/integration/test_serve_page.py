@@ -7,9 +7,6 @@ read as messages. A screenshot of the page is kept in ``test-artifacts/``."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,24 +15,14 @@ from playwright.sync_api import Browser, Locator, Page
 
 from nmtkit.checkpoint import load_model
 from nmtkit.data.text import words
-from tests.cli.runs import Invoke, invoke
+from tests.browser import launch
+from tests.cli.runs import Invoke, invoke, translate_jsonl
 from tests.cli.server_process import Server, running_server
 from tests.integration.learned import REVERSAL_GROUP, LearnedModel
 from tests.toy_corpora import reverse_pairs
 
 pytestmark = REVERSAL_GROUP
 
-CHROMIUM = os.environ.get("NMTKIT_CHROMIUM", "/usr/bin/chromium")
-# As Debian's chromium must start here: as root, on a machine with no network and no GPU.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WAIT_MS = 60_000  # a translation on a busy machine
 MAX_CHARS = 200
@@ -45,11 +32,11 @@ MAX_CHARS = 200
 def browser() -> Iterator[Browser]:
     from playwright.sync_api import sync_playwright
 
-    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
-    if executable is None:
-        pytest.fail(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium package")
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            launched = launch(playwright)
+        except FileNotFoundError as exc:
+            pytest.fail(str(exc))
         yield launched
         launched.close()
 
@@ -67,13 +54,6 @@ def sources() -> list[str]:
 @pytest.fixture
 def cli() -> Invoke:
     return invoke
-
-
-def translate_jsonl(cli: Invoke, model_dir: Path, lines: list[str], *flags: str) -> list[dict]:
-    args = ["translate", "-m", str(model_dir), "--output-format", "jsonl", "--threads", "1"]
-    result = cli([*args, *flags], input="".join(f"{line}\n" for line in lines))
-    assert result.exit_code == 0, result.output
-    return [json.loads(line) for line in result.stdout.splitlines()]
 
 
 @pytest.fixture(scope="module")

@@ -126,16 +126,15 @@ def _add_routes(
             prefixes = request.prefixes()
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
-        if prefixes is not None:
+        if prefixes is None:
+            prefixes = [""] * len(lines)
+        else:
             check_lines(prefixes, limits, field="prefix")
         try:
             decoding = pool.resolve(request.settings())
         except ConfigError as exc:
             raise HTTPException(422, str(exc)) from None
-        sentences = [
-            Sentence(text=line, prefix=prefixes[i] if prefixes else "")
-            for i, line in enumerate(lines)
-        ]
+        sentences = [Sentence(text=t, prefix=p) for t, p in zip(lines, prefixes, strict=True)]
         try:
             future = batcher.submit(decoding, sentences)
         except QueueFull as exc:

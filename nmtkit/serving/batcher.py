@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
-I = TypeVar("I")  # noqa: E741 (one sentence as the decoder takes it: its text, or text and prefix)
+S = TypeVar("S")  # one sentence as ``decode`` takes it (the server: its text and prefix)
 R = TypeVar("R")
 
 
@@ -52,14 +52,14 @@ class BatcherStats:
 
 
 @dataclass(kw_only=True, slots=True)
-class _Request(Generic[K, I, R]):
+class _Request(Generic[K, S, R]):
     key: K
-    sentences: list[I]
+    sentences: list[S]
     future: Future[list[R]]
     arrival: float
 
 
-class Batcher(Generic[K, I, R]):
+class Batcher(Generic[K, S, R]):
     """Decode the sentences of many requests in shared batches on one worker thread.
 
     Args:
@@ -74,7 +74,7 @@ class Batcher(Generic[K, I, R]):
 
     def __init__(
         self,
-        decode: Callable[[K, list[I]], Sequence[R]],
+        decode: Callable[[K, list[S]], Sequence[R]],
         *,
         wait_s: float,
         max_batch_sentences: int,
@@ -85,7 +85,7 @@ class Batcher(Generic[K, I, R]):
         self._max_batch = max_batch_sentences
         self._max_queue = max_queue
         self._cond = threading.Condition()
-        self._pending: list[_Request[K, I, R]] = []
+        self._pending: list[_Request[K, S, R]] = []
         self._queued = 0
         self._batches = 0
         self._sentences = 0
@@ -96,7 +96,7 @@ class Batcher(Generic[K, I, R]):
         """Start the worker thread."""
         self._thread.start()
 
-    def submit(self, key: K, sentences: Sequence[I]) -> Future[list[R]]:
+    def submit(self, key: K, sentences: Sequence[S]) -> Future[list[R]]:
         """Queue one request; its future gets one result per sentence, in order.
 
         Raises:
@@ -152,7 +152,7 @@ class Batcher(Generic[K, I, R]):
             if requests:  # none when every caller of the batch gave up
                 self._run(key, requests)
 
-    def _next_batch(self) -> tuple[K, list[_Request[K, I, R]]] | None:
+    def _next_batch(self) -> tuple[K, list[_Request[K, S, R]]] | None:
         """Block until a batch is due (None: closed and nothing left) and take it."""
         with self._cond:
             while True:
@@ -169,10 +169,10 @@ class Batcher(Generic[K, I, R]):
                     continue
                 return oldest.key, self._take(oldest.key)
 
-    def _take(self, key: K) -> list[_Request[K, I, R]]:
+    def _take(self, key: K) -> list[_Request[K, S, R]]:
         """Remove the requests of ``key`` that fit in one batch, oldest first (the first
         always), and drop those whose caller has given up."""
-        taken: list[_Request[K, I, R]] = []
+        taken: list[_Request[K, S, R]] = []
         size = 0
         for request in list(self._pending):
             if request.key != key or (taken and size + len(request.sentences) > self._max_batch):
@@ -185,7 +185,7 @@ class Batcher(Generic[K, I, R]):
             size += len(request.sentences)
         return taken
 
-    def _run(self, key: K, requests: list[_Request[K, I, R]]) -> None:
+    def _run(self, key: K, requests: list[_Request[K, S, R]]) -> None:
         """Decode the requests as one batch; if that fails, each alone, so that one request
         that breaks the decoder fails only itself."""
         sentences = [sentence for request in requests for sentence in request.sentences]
@@ -213,13 +213,13 @@ class Batcher(Generic[K, I, R]):
                 self._sentences += len(sentences)
         log.debug("decoded %d requests, %d sentences, as one batch", len(requests), len(sentences))
 
-    def _run_alone(self, key: K, request: _Request[K, I, R]) -> None:
+    def _run_alone(self, key: K, request: _Request[K, S, R]) -> None:
         try:
             request.future.set_result(self._decode_checked(key, request.sentences))
         except Exception as exc:
             request.future.set_exception(exc)
 
-    def _decode_checked(self, key: K, sentences: list[I]) -> list[R]:
+    def _decode_checked(self, key: K, sentences: list[S]) -> list[R]:
         results = list(self._decode(key, sentences))
         if len(results) != len(sentences):
             raise RuntimeError(f"decoded {len(results)} results for {len(sentences)} inputs")

@@ -129,7 +129,8 @@ def limit_kernel_cache(capacity: int = TRAINING_ONEDNN_CACHE) -> bool:
     oneDNN compiles a kernel for every new matrix shape and keeps it, with its buffers, in a
     cache of 1024 by default. Training sees a new shape with almost every batch length, so the
     cache filled the process's memory for the whole run (3.0 GiB at update 200 and rising, 4.1
-    GiB after 30 minutes); with 64 kept it stays at 1.6 GiB, at the same speed (docs/quality.md).
+    GiB after 30 minutes); with 64 kept it stays at 1.6 GiB, with no speed difference measured
+    beyond noise (docs/quality.md).
     oneDNN reads the variable when it makes its first kernel: call this before any matrix
     product of the process.
     """

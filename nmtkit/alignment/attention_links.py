@@ -188,11 +188,8 @@ def _word_alignment(
     from nmtkit.data.text import words
 
     src_words, tgt_words = words(src_pieces), words(tgt_pieces)
-    if not src_pieces or not tgt_pieces:
-        empty = np.zeros((len(tgt_words), len(src_words)))
-        return WordAlignment(src_words=src_words, tgt_words=tgt_words, weights=empty, links=[])
     merged = piece_weights_to_words(weights, src_pieces, tgt_pieces)
-    links = extract(merged, threshold)
+    links = extract(merged, threshold) if src_pieces and tgt_pieces else []
     return WordAlignment(src_words=src_words, tgt_words=tgt_words, weights=merged, links=links)
 
 

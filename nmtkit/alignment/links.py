@@ -70,9 +70,12 @@ def piece_weights_to_words(
     """Word-level weights [T_words, S_words] from attention over pieces (a tensor [>=T, >=S]).
 
     The EOS step and the EOS position (and any padding) are dropped; rows are renormalized.
+    With no source or no target pieces the matrix is all zeros, of the words there are.
     """
-    from nmtkit.data.text import word_index
+    from nmtkit.data.text import word_index, words
 
+    if not src_pieces or not tgt_pieces:
+        return np.zeros((len(words(tgt_pieces)), len(words(src_pieces))))
     matrix = weights[: len(tgt_pieces), : len(src_pieces)].double().numpy()
     return merge_to_words(
         matrix, src_word_index=word_index(src_pieces), tgt_word_index=word_index(tgt_pieces)

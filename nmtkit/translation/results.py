@@ -72,12 +72,11 @@ def word_attention(
 ) -> WordAttention:
     """Attention over words from attention over pieces [T+1, S+1] (EOS step and position
     included)."""
-    source, target = tuple(words(src_pieces)), tuple(words(tgt_pieces))
-    if not src_pieces or not tgt_pieces:
-        empty = np.zeros((len(target), len(source)))
-        return WordAttention(source=source, target=target, weights=empty)
-    merged = piece_weights_to_words(weights, src_pieces, tgt_pieces)
-    return WordAttention(source=source, target=target, weights=merged)
+    return WordAttention(
+        source=tuple(words(src_pieces)),
+        target=tuple(words(tgt_pieces)),
+        weights=piece_weights_to_words(weights, src_pieces, tgt_pieces),
+    )
 
 
 def candidate_of(

@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: browser page-figure install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align align-figures bench-distributed bench-scale bench-long bench-ensembles bench-serve figures gpu-check clean
+.PHONY: browser page-figure install test lint docs demo bench bench-quality bench-speed bench-peers bench-figure2 bench-align align-figures bench-distributed bench-scale bench-long bench-ensembles bench-serve bench-terms figures gpu-check clean
 
 install: $(STAMP)
 
@@ -91,6 +91,9 @@ bench-ensembles: install  # ~25 min: two seeds trained, best vs last-5 average v
 
 bench-serve: install    # ~5 min: nmtkit serve under 1, 8, 32 clients beside translate (bench-quality's model, or MODEL=dir)
 	$(RUN) benchmarks/serve.sh
+
+bench-terms: install    # ~15 min: glossary from the test set, constrained translation, term accuracy (bench-quality's model, or MODEL=dir)
+	PYTHON="$(CURDIR)/$(BIN)/python" $(RUN) benchmarks/terminology.sh
 
 bench: bench-speed bench-quality
 

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from nmtkit.values import (
     Attended,
+    Constraints,
     DecoderOutput,
     DecoderState,
     EncoderOutput,
@@ -220,6 +221,7 @@ class SearchStrategy(Component):
         eos_id: int,
         with_weights: bool = False,
         prefix: Tensor | None = None,
+        constraints: Constraints | None = None,
     ) -> list[list[Hypothesis]]:
         """Return the hypotheses of each sentence of ``src`` [B, S], best first.
 
@@ -230,6 +232,9 @@ class SearchStrategy(Component):
         starts with ``prefix[b]``'s real ids (none for an all-PAD row), whose log-probabilities
         count in ``log_prob`` and ``score`` like any other word's. The cap still applies: a
         prefix longer than ``max_lengths[b]`` is cut there and EOS follows.
+
+        ``constraints`` holds target phrases every hypothesis must contain (lexically
+        constrained search); a strategy that cannot search under them raises ConfigError.
         """
         raise NotImplementedError
 

@@ -25,6 +25,7 @@ from nmtkit.plugins import PLUGIN_GROUP, discover_plugins, distribution_of
 from nmtkit.values import (
     Attended,
     Batch,
+    Constraints,
     DecoderOutput,
     DecoderState,
     EncoderOutput,
@@ -40,6 +41,7 @@ __all__ = [
     "AttentionScorer",
     "Batch",
     "Component",
+    "Constraints",
     "Decoder",
     "DecoderOutput",
     "DecoderState",

@@ -200,3 +200,33 @@ class Hypothesis:
     score: float
     log_prob: float
     weights: Tensor | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """Target phrases every hypothesis of a sentence must contain (lexically constrained
+    search), for a batch of B sentences with at most C phrases of at most L ids each.
+
+    Attributes:
+        tokens: each phrase's target ids, PAD after its end, [B, C, L].
+        lengths: each phrase's length, 0 for a sentence with fewer than C phrases, [B, C].
+        sources: the source positions each phrase's term translates, [B, C, S] (all False
+            where unknown: a bare constraint); what placement by attention looks at.
+        continues_word: the target pieces that would glue onto the word before them (no
+            word-start mark, a letter, digit or hyphen first), [V]; none may follow a phrase
+            just met, so that a term stays a whole word. None: no such rule.
+    """
+
+    tokens: Tensor
+    lengths: Tensor
+    sources: Tensor
+    continues_word: Tensor | None = None
+
+    def select(self, sentences: Tensor) -> Constraints:
+        """The constraints of sentences ``sentences`` [b] of the batch."""
+        return Constraints(
+            tokens=self.tokens[sentences],
+            lengths=self.lengths[sentences],
+            sources=self.sources[sentences],
+            continues_word=self.continues_word,
+        )

@@ -19,6 +19,7 @@ _SEED = default(SIGNIFICANCE, "DEFAULT_SEED")
 if TYPE_CHECKING:
     from nmtkit.scoring.comparison import LengthOptions
     from nmtkit.scoring.significance import SignificanceOptions
+    from nmtkit.scoring.terms import RequiredTerms
 
 Refs = Annotated[
     list[Path],
@@ -84,6 +85,14 @@ Buckets = Annotated[
         f"{default_tag('scoring/length_buckets.py', 'DEFAULT_EDGES')}.",
     ),
 ]
+Terms = Annotated[
+    Path | None,
+    typer.Option(
+        "--terms",
+        help="Required target terms, a line per hypothesis line (tab-separated, as translate "
+        "--constraints): adds term accuracy (TermAcc).",
+    ),
+]
 Plot = Annotated[
     Path | None,
     typer.Option("--plot", help="Draw BLEU against length to this .png/.svg/.pdf (--by-length)."),
@@ -117,6 +126,7 @@ def score(
     bucket_by: BucketBy = None,
     buckets: Buckets = None,
     plot: Plot = None,
+    terms: Terms = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print JSON on stdout instead of tab-separated lines.")
     ] = False,
@@ -126,7 +136,7 @@ def score(
     """Score translations against references with sacreBLEU (BLEU, chrF, TER) and signatures.
 
     Several systems are scored side by side; --paired-bs or --paired-ar tests each against the
-    first, and --by-length adds BLEU per sentence-length bucket.
+    first, --by-length adds BLEU per sentence-length bucket, and --terms term accuracy.
     """
     from nmtkit.scoring.comparison import (
         compare_files,
@@ -141,6 +151,7 @@ def score(
     lengths = _length_options(by_length or plot is not None, source, bucket_by, buckets)
     if plot is not None:
         check_plot(plot)
+    required = None if terms is None else _read_terms(terms)
     comparison = compare_files(
         [*([hyp] if hyp is not None else []), *(systems or ())] or ["-"],
         refs,
@@ -150,6 +161,7 @@ def score(
         tokenize=tokenize,
         significance=significance,
         by_length=lengths,
+        terms=required,
     )
     if plot is not None and comparison.by_length is not None:
         plot_bleu_by_length(comparison.by_length, comparison.names, plot)
@@ -197,3 +209,15 @@ def _length_options(
         return None
     edges = DEFAULT_EDGES if buckets is None else parse_buckets(buckets)
     return LengthOptions(edges=edges, by=bucket_by, src_path=source)
+
+
+def _read_terms(path: Path) -> RequiredTerms:
+    from nmtkit.scoring.terms import RequiredTerms
+    from nmtkit.terminology.glossary import read_constraints
+
+    if str(path) == "-":
+        raise ConfigError("--terms needs a file, not stdin")
+    lines = read_constraints(path)
+    return RequiredTerms(
+        name=str(path), lines=tuple(tuple(term.target for term in line) for line in lines)
+    )

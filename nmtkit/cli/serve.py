@@ -96,6 +96,13 @@ def serve(
         bool,
         typer.Option(help="Search over each batch's vocabulary shortlist (translate --shortlist)."),
     ] = False,
+    terminology: Annotated[
+        str | None,
+        typer.Option(
+            help="Glossary TSV every request follows unless it gives its own "
+            "(translate --terminology)."
+        ),
+    ] = None,
     page: Annotated[
         bool,
         typer.Option(
@@ -115,6 +122,7 @@ def serve(
     from nmtkit.search.length_policy import LengthPolicy
     from nmtkit.serving.limits import ServeLimits
     from nmtkit.serving.listener import check_installed, listen
+    from nmtkit.terminology.glossary import read_glossary
     from nmtkit.translation.loading import open_translator
 
     setup(verbose=verbose, quiet=quiet, user_dirs=user_dir)
@@ -128,6 +136,7 @@ def serve(
         max_batch_sentences=max_batch_sentences,
     )
     lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
+    glossary = () if terminology is None else read_glossary(terminology)
     check_installed()
     with listen(host, port) as listener:  # before the model loads: a busy port fails at once
         translator = open_translator(
@@ -140,6 +149,7 @@ def serve(
             precision=precision,
             lengths=lengths,
             shortlist=shortlist,
+            terminology=glossary,
         )
         from nmtkit.serving.server import serve as run_server
 

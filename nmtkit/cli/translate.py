@@ -108,6 +108,29 @@ def translate(
             "translation starts with its prefix."
         ),
     ] = None,
+    constraints: Annotated[
+        str | None,
+        typer.Option(
+            help="File of target phrases every translation must contain, one line per input "
+            "line, the phrases tab-separated (empty line: none); beam search only."
+        ),
+    ] = None,
+    terminology: Annotated[
+        str | None,
+        typer.Option(
+            help="Glossary TSV, 'source term<TAB>target term' a line: every line whose source "
+            "holds a source term (whole words, any case) must use its target term; beam "
+            "search only."
+        ),
+    ] = None,
+    term_placement: Annotated[
+        str | None,
+        typer.Option(
+            help="How a glossary term is placed: gate (force it in only where the attention "
+            "is on its source term), bonus (prefer hypotheses that started it there) or none "
+            f"{default_tag(BEAM, 'term_placement', of=MODEL)}."
+        ),
+    ] = None,
     batch_size: Annotated[int | None, model_batch_size_option()] = None,
     max_tokens: Annotated[
         int | None,
@@ -181,6 +204,7 @@ def translate(
     """Translate raw text, one sentence a line, streaming from stdin to stdout."""
     from nmtkit.search.length_policy import LengthPolicy
     from nmtkit.search.overrides import SearchOverrides
+    from nmtkit.terminology.glossary import read_glossary
     from nmtkit.translation.formats import check_output, open_translation_writer
     from nmtkit.translation.loading import open_translator
     from nmtkit.translation.options import check_options
@@ -191,6 +215,7 @@ def translate(
     check_options(chunk_size=chunk_size, flush_ms=flush_ms)
     check_splitting(split_sentences=split_sentences, nbest=nbest, prefix_path=prefix)
     lengths = LengthPolicy.of(max_source_len=max_source_len, max_tokens=max_tokens)
+    glossary = () if terminology is None else read_glossary(terminology)
     translator = open_translator(
         model,
         search=SearchOverrides(
@@ -199,6 +224,7 @@ def translate(
             length_penalty=length_penalty,
             coverage_penalty=coverage_penalty,
             early_stopping=early_stop,
+            term_placement=term_placement,
             sampling=sampling,
             temperature=temperature,
             top_k=top_k,
@@ -216,9 +242,14 @@ def translate(
         lengths=lengths,
         split_sentences=split_sentences,
         shortlist=shortlist,
+        terminology=glossary,
     )
     with open_translation_writer(output, output_format) as write:
         for item in translator.translate_stream(
-            input, chunk_size=chunk_size, flush_ms=flush_ms, prefix_path=prefix
+            input,
+            chunk_size=chunk_size,
+            flush_ms=flush_ms,
+            prefix_path=prefix,
+            constraints_path=constraints,
         ):
             write(item)

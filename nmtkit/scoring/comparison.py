@@ -31,6 +31,8 @@ from nmtkit.scoring.significance import (
     check_significance_options,
     paired_test,
 )
+from nmtkit.scoring.terms import NAME as TERM_NAME
+from nmtkit.scoring.terms import RequiredTerms, TermAccuracy, term_accuracy
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +58,15 @@ class LengthOptions:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Comparison:
-    """The scores of several systems (the first is the baseline) on the same references."""
+    """The scores of several systems (the first is the baseline) on the same references, with
+    each system's term accuracy (``terms``) when required terms were given."""
 
     names: tuple[str, ...]
     ref_names: tuple[str, ...]
     reports: tuple[ScoreReport, ...]
     significance: SignificanceReport | None = None
     by_length: LengthReport | None = None
+    terms: tuple[TermAccuracy, ...] | None = None
 
     @property
     def num_sentences(self) -> int:
@@ -93,6 +97,12 @@ class Comparison:
             "warnings": list(self.warnings),
             "significance": None if sig is None else sig.to_dict(self.names),
             "by_length": None if self.by_length is None else self.by_length.to_dict(),
+            "term_accuracy": None
+            if self.terms is None
+            else [
+                {"system": name, **accuracy.to_dict()}
+                for name, accuracy in zip(self.names, self.terms, strict=True)
+            ],
         }
 
 
@@ -166,6 +176,7 @@ def compare_files(
     tokenize: str | None = None,
     significance: SignificanceOptions | None = None,
     by_length: LengthOptions | None = None,
+    terms: RequiredTerms | None = None,
 ) -> Comparison:
     """Score systems (files, '-' for stdin; the first is the baseline) against references.
 
@@ -174,10 +185,13 @@ def compare_files(
         metrics, lowercase, tokenize: as for :func:`nmtkit.scoring.metrics.score`.
         significance: run this paired test of every system against the first.
         by_length: also compute BLEU per sentence-length bucket.
+        terms: also compute each system's term accuracy
+            (:func:`nmtkit.scoring.terms.term_accuracy`); a line of terms per hypothesis line.
 
     Raises:
         ConfigError: bad options, checked before any file is read.
-        DataError: an unreadable file, or files with different line counts (both named).
+        DataError: an unreadable file, files with different line counts (both named), or a
+            term with no word (naming the terms file and line).
     """
     keys = check_options(metrics, tokenize)
     labels = _system_names(hyp_paths, names)
@@ -187,6 +201,19 @@ def compare_files(
         check_significance_options(significance, num_systems=len(hyp_paths))
     by = None if by_length is None else _bucket_measure(by_length)
     systems, refs = _read_parallel(hyp_paths, ref_paths)
+    if terms is not None:
+        check_line_counts(
+            hyp_paths[0],
+            len(systems[0]),
+            terms.name,
+            len(terms.lines),
+            hint="give one line of terms per hypothesis line, an empty line for none",
+        )
+    accuracies = (
+        None
+        if terms is None
+        else tuple(term_accuracy(hyps, terms.lines, name=terms.name) for hyps in systems)
+    )
     reports = tuple(
         score(hyps, refs, metrics=keys, lowercase=lowercase, tokenize=tokenize) for hyps in systems
     )
@@ -209,6 +236,7 @@ def compare_files(
         reports=reports,
         significance=tests,
         by_length=buckets,
+        terms=accuracies,
     )
 
 
@@ -229,7 +257,7 @@ def _cell(report: ScoreReport, index: int, tests: SignificanceReport | None, row
 
 
 def comparison_table(comparison: Comparison) -> Table:
-    """Render one row per system and a column per metric.
+    """Render one row per system and a column per metric, then term accuracy when computed.
 
     With a paired test, the baseline's row is labelled, and cells hold the bootstrap mean ± half
     the 95% CI (bootstrap only) and the p-value, marked '*' below 0.05, as sacrebleu prints them.
@@ -243,9 +271,13 @@ def comparison_table(comparison: Comparison) -> Table:
     table.add_column("System", overflow="fold")
     for item in comparison.reports[0].scores:
         table.add_column(item.name, justify="right")
+    if comparison.terms is not None:
+        table.add_column(TERM_NAME, justify="right")
     for row, (name, report) in enumerate(zip(comparison.names, comparison.reports, strict=True)):
         label = f"Baseline: {name}" if tests is not None and row == 0 else name
         cells = [_cell(report, k, tests, row) for k in range(len(report.scores))]
+        if comparison.terms is not None:
+            cells.append(comparison.terms[row].text)
         table.add_row(label, *cells, end_section=tests is not None)
     return table
 
@@ -256,6 +288,8 @@ def signature_lines(comparison: Comparison) -> list[str]:
         pairs = [(m.name, m.signature) for m in comparison.significance.metrics]
     else:
         pairs = [(s.name, s.signature) for s in comparison.reports[0].scores]
+    if comparison.terms is not None:
+        pairs.append((TERM_NAME, comparison.terms[0].signature))
     return [f"{name:<6} {signature}" for name, signature in pairs]
 
 
@@ -285,14 +319,23 @@ def comparison_views(comparison: Comparison) -> list[tuple[Table, list[str]]]:
 def comparison_lines(comparison: Comparison) -> list[str]:
     """Return the stdout lines: ``METRIC<TAB>SCORE<TAB>SIGNATURE`` per metric and system.
 
-    With several systems each line starts with the system's name and a tab.
+    With several systems each line starts with the system's name and a tab. With term accuracy,
+    each system's metrics are followed by ``TermAcc<TAB>SCORE<TAB>matched:N|nterms:M|...``
+    (SCORE 'n/a' when no term is required).
     """
     several = len(comparison.names) > 1
-    return [
-        (f"{name}\t" if several else "") + f"{item.name}\t{item.score:.2f}\t{item.signature}"
-        for name, report in zip(comparison.names, comparison.reports, strict=True)
-        for item in report.scores
-    ]
+    lines: list[str] = []
+    for row, (name, report) in enumerate(zip(comparison.names, comparison.reports, strict=True)):
+        prefix = f"{name}\t" if several else ""
+        lines.extend(
+            f"{prefix}{item.name}\t{item.score:.2f}\t{item.signature}" for item in report.scores
+        )
+        if comparison.terms is not None:
+            accuracy = comparison.terms[row]
+            score = "n/a" if accuracy.score is None else f"{accuracy.score:.2f}"
+            signature = f"matched:{accuracy.matched}|{accuracy.signature}"
+            lines.append(f"{prefix}{TERM_NAME}\t{score}\t{signature}")
+    return lines
 
 
 def comparison_json(comparison: Comparison) -> str:

@@ -10,7 +10,15 @@ import torch
 from torch import Tensor
 
 from nmtkit.errors import ConfigError
-from nmtkit.registry import DecoderState, Hypothesis, SearchStrategy, Translatable, register
+from nmtkit.registry import (
+    Constraints,
+    DecoderState,
+    Hypothesis,
+    SearchStrategy,
+    Translatable,
+    register,
+)
+from nmtkit.search.constrained import PLACEMENTS, ConstrainedChoice, Placement
 from nmtkit.search.rules import NEG_INF, NextWordRules
 from nmtkit.search.topk import row_topk
 
@@ -47,8 +55,17 @@ class BeamSearch(SearchStrategy):
         length_penalty: float = 1.0  # alpha in lp(Y) = ((5 + |Y|) / 6)^alpha; 0 = raw log p
         coverage_penalty: float = 0.0  # beta in cp(X; Y); 0 = off
         early_stopping: bool = True  # done at K finished hypotheses; False: while any can win
+        # Under constraints: how a glossary term is placed (nmtkit.search.constrained).
+        term_placement: str = "gate"  # none, bonus or gate (measured: docs/terminology.md)
+        term_placement_weight: float = 1.0  # bonus: weight of log(attention on the source term)
 
         def __post_init__(self) -> None:
+            if self.term_placement not in PLACEMENTS:
+                raise ConfigError(
+                    f"term_placement must be one of {', '.join(PLACEMENTS)}, "
+                    f"got {self.term_placement!r}",
+                    where="search.strategy",
+                )
             if self.beam_size < 1:
                 raise ConfigError(
                     f"beam_size must be at least 1, got {self.beam_size}", where="search.strategy"
@@ -72,25 +89,60 @@ class BeamSearch(SearchStrategy):
         eos_id: int,
         with_weights: bool = False,
         prefix: Tensor | None = None,
+        constraints: Constraints | None = None,
     ) -> list[list[Hypothesis]]:
+        """See :meth:`SearchStrategy.search`; under ``constraints``, the search of
+        :mod:`nmtkit.search.constrained`."""
         k = self.config.beam_size
         rules = NextWordRules(max_lengths, prefix, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
         state = model.init_state(model.encode(src, lengths))
         beams = _Beams(state, k, bos_id=bos_id, with_weights=with_weights)
         finished = _Finished(self.config, max_lengths)
+        constrained = None
+        if constraints is not None:
+            placement = Placement(
+                how=self.config.term_placement, weight=self.config.term_placement_weight
+            )
+            constrained = ConstrainedChoice(constraints, k, placement=placement)
         for t in range(int(max_lengths.max()) + 1):
             step = model.decode_step(beams.prev, beams.state)
-            log_probs = rules.apply(step.log_probs, sentences=beams.row_sentences(), step=t)
+            sentences = beams.row_sentences()  # [b*K]
+            log_probs = rules.apply(step.log_probs, sentences=sentences, step=t)
             beams.record(step.weights)
-            totals, rows, words = _expand(beams.log_prob, log_probs)  # [b, 2K] each
-            ends = words == eos_id
-            finished.add(beams, step.state, totals[:, :k], rows[:, :k], ends[:, :k])
-            beams.advance(step.state, *_prune(totals, rows, words, ends_mask=ends, k=k))
+            if constrained is None:
+                totals, rows, words = _expand(beams.log_prob, log_probs)  # [b, 2K] each
+                ends = words == eos_id
+                finished.add(beams, step.state, totals[:, :k], rows[:, :k], ends[:, :k])
+                beams.advance(step.state, *_prune(totals, rows, words, ends_mask=ends, k=k))
+            else:
+                room = max_lengths[sentences] - t  # [b*K] words left, this one included
+                log_probs = constrained.restrict(log_probs, at_cap=room <= 0, eos_id=eos_id)
+                choice = constrained.choose(
+                    beams.log_prob,
+                    log_probs,
+                    step.weights,
+                    sentences=sentences,
+                    room=room,
+                    eos_id=eos_id,
+                )
+                finished.add(
+                    beams,
+                    step.state,
+                    choice.end_log_prob,
+                    choice.end_rows,
+                    choice.ends,
+                    met=choice.end_met,
+                    bonus=choice.end_bonus,
+                )
+                beams.advance(step.state, choice.log_prob, choice.rows, choice.words)
+                constrained.advance(choice.state)
             done = finished.done(beams, step=t)  # [b]
             if bool(done.all()):
                 break
             if bool(done.any()):
-                beams.keep((~done).nonzero().squeeze(1))
+                kept = beams.keep((~done).nonzero().squeeze(1))
+                if constrained is not None:
+                    constrained.keep(kept)
         return finished.best(k)
 
     def score(
@@ -195,57 +247,79 @@ class _Beams:
         self.attn = None if self.attn is None else self.attn[rows]
         self.prev = words
 
-    def keep(self, sentences: Tensor) -> None:
-        """Keep only the live sentences at ``sentences`` [b'] (indices into ``live``)."""
+    def keep(self, sentences: Tensor) -> Tensor:
+        """Keep only the live sentences at ``sentences`` [b'] (indices into ``live``); the rows
+        kept, [b'*K]."""
         arange = torch.arange(self.k, device=sentences.device)
         rows = (sentences[:, None] * self.k + arange).view(-1)  # [b'*K]
         self.live, self.log_prob = self.live[sentences], self.log_prob[sentences]
         self.history, self.state = self.history[rows], self.state.select(rows)
         self.attn = None if self.attn is None else self.attn[rows]
         self.prev = self.prev[rows]
+        return rows
 
 
 class _Finished:
-    """Finished hypotheses of every sentence of the original batch, and when to stop."""
+    """Finished hypotheses of every sentence of the original batch, and when to stop.
+
+    Under constraints, a hypothesis that finished (at its cap) without meeting them all is
+    kept apart: it ranks below every one that did, and does not count towards stopping.
+    """
 
     def __init__(self, config: BeamSearch.Config, max_lengths: Tensor) -> None:
         batch_size, device = max_lengths.size(0), max_lengths.device
         self.config = config
         self.max_lengths = max_lengths  # [B]
-        self.hypotheses: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
+        # (rank, hypothesis): the rank is the score plus any placement bonus
+        self.hypotheses: list[list[tuple[float, Hypothesis]]] = [[] for _ in range(batch_size)]
+        self.unmet: list[list[tuple[float, Hypothesis]]] = [[] for _ in range(batch_size)]
         self.counts = torch.zeros(batch_size, dtype=torch.long, device=device)  # [B]
         self.kth_score = torch.full((batch_size,), NEG_INF, device=device)  # [B] K-th best
 
     def add(
-        self, beams: _Beams, state: DecoderState, totals: Tensor, rows: Tensor, ends: Tensor
+        self,
+        beams: _Beams,
+        state: DecoderState,
+        totals: Tensor,
+        rows: Tensor,
+        ends: Tensor,
+        *,
+        met: Tensor | None = None,
+        bonus: Tensor | None = None,
     ) -> None:
         """Record the continuations where ``ends`` [b, K] is True (and the log p ``totals``
-        [b, K] is finite); ``rows`` [b, K] index ``state``, the step's state after EOS."""
+        [b, K] is finite); ``rows`` [b, K] index ``state``, the step's state after EOS.
+        ``met`` [b, K] says which met their constraints (None: all); ``bonus`` [b, K] is
+        their placement bonus, added to their rank (None: 0)."""
         ends = ends & torch.isfinite(totals)
         if not bool(ends.any()):
             return
+        unmet = [] if met is None else (~met[ends]).tolist()
+        bonuses = [0.0] * int(ends.sum()) if bonus is None else bonus[ends].tolist()
         flat = rows[ends]  # [n]
         penalties = coverage_penalty(
             state.coverage[flat], state.pad_mask[flat], self.config.coverage_penalty
         )  # [n]
         lp = length_penalty(float(beams.history.size(1) + 1), self.config.length_penalty)
         sentences = beams.live[ends.nonzero()[:, 0]]  # [n]
-        for sentence, row, total, cp in zip(
-            sentences.tolist(),
-            flat.tolist(),
-            totals[ends].tolist(),
-            penalties.tolist(),
-            strict=True,
-        ):
-            self.hypotheses[sentence].append(
-                Hypothesis(
-                    tokens=beams.history[row].tolist(),
-                    score=total / lp + cp,
-                    log_prob=total,
-                    # a copy: a view would keep the whole [b*K, t, S] history of this step
-                    weights=None if beams.attn is None else beams.attn[row].clone().cpu(),
-                )
+        for number, (sentence, row, total, cp) in enumerate(
+            zip(
+                sentences.tolist(),
+                flat.tolist(),
+                totals[ends].tolist(),
+                penalties.tolist(),
+                strict=True,
             )
+        ):
+            kept = self.unmet if unmet and unmet[number] else self.hypotheses
+            hypothesis = Hypothesis(
+                tokens=beams.history[row].tolist(),
+                score=total / lp + cp,
+                log_prob=total,
+                # a copy: a view would keep the whole [b*K, t, S] history of this step
+                weights=None if beams.attn is None else beams.attn[row].clone().cpu(),
+            )
+            kept[sentence].append((hypothesis.score + bonuses[number], hypothesis))
         for sentence in set(sentences.tolist()):
             self._update(sentence)
 
@@ -253,7 +327,7 @@ class _Finished:
         k, hyps = self.config.beam_size, self.hypotheses[sentence]
         self.counts[sentence] = len(hyps)
         if len(hyps) >= k:
-            self.kth_score[sentence] = sorted((h.score for h in hyps), reverse=True)[k - 1]
+            self.kth_score[sentence] = sorted((rank for rank, _ in hyps), reverse=True)[k - 1]
 
     def done(self, beams: _Beams, *, step: int) -> Tensor:
         """Which live sentences [b] need no more search, after step ``step`` (0-based)."""
@@ -269,5 +343,13 @@ class _Finished:
         return no_live | (full & (best / reach <= self.kth_score[beams.live]))
 
     def best(self, n: int) -> list[list[Hypothesis]]:
-        """Each sentence's ``n`` best hypotheses by score."""
-        return [sorted(hyps, key=lambda h: -h.score)[:n] for hyps in self.hypotheses]
+        """Each sentence's ``n`` best hypotheses by rank, the score when no placement bonus
+        applies (those that met their constraints first)."""
+        return [
+            [hyp for _, hyp in sorted(hyps, key=_by_rank) + sorted(unmet, key=_by_rank)][:n]
+            for hyps, unmet in zip(self.hypotheses, self.unmet, strict=True)
+        ]
+
+
+def _by_rank(ranked: tuple[float, Hypothesis]) -> float:
+    return -ranked[0]

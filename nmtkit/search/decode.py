@@ -16,6 +16,7 @@ from nmtkit.data.text import BOS_ID, EOS_ID, PAD_ID
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.runtime import autocast
+from nmtkit.search.constrained import Phrase, constraints_of
 from nmtkit.search.ensemble import Ensemble
 from nmtkit.search.length_policy import DEFAULT_MAX_TOKENS, LengthPolicy
 
@@ -32,6 +33,12 @@ def max_lengths(src_lengths: torch.Tensor, *, a: float, b: int) -> torch.Tensor:
     return (a * (src_lengths - 1).float() + b).floor().long().clamp(min=1)
 
 
+def output_cap(num_pieces: int, *, a: float, b: int) -> int:
+    """The output cap of one sentence of ``num_pieces`` source pieces (EOS not counted), as
+    :func:`max_lengths` computes it."""
+    return int(max_lengths(torch.tensor([num_pieces + 1]), a=a, b=b)[0])
+
+
 def decode_sequences(
     model: Seq2Seq | Ensemble,
     sequences: Sequence[Sequence[int]],
@@ -43,6 +50,8 @@ def decode_sequences(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     with_weights: bool = False,
     prefixes: Sequence[Sequence[int]] | None = None,
+    constraints: Sequence[Sequence[Phrase]] | None = None,
+    continues_word: torch.Tensor | None = None,
     precision: str = "fp32",
 ) -> list[list[Hypothesis]]:
     """Search every id sequence, batching by length; results come back in input order.
@@ -56,6 +65,11 @@ def decode_sequences(
 
     ``strategy`` may be a :class:`~nmtkit.shortlist.restricted.ShortlistSearch`, which
     restricts each batch's output words to its candidates.
+
+    ``constraints`` holds each sequence's target phrases (empty: none), which every
+    hypothesis must contain (:mod:`nmtkit.search.constrained`; the caps are not raised for
+    them: the caller keeps what fits); ``continues_word`` [V] marks the pieces that may not
+    follow a phrase (:attr:`~nmtkit.registry.Constraints.continues_word`).
 
     ``model`` is one model or an :class:`~nmtkit.search.ensemble.Ensemble` of several.
     """
@@ -73,6 +87,14 @@ def decode_sequences(
             if prefixes is not None and any(prefixes[i] for i in chunk):
                 prefix = pad([prefixes[i] for i in chunk]).to(device)  # [b, P]
                 caps = torch.maximum(caps, (prefix != PAD_ID).sum(dim=1))
+            batch_constraints = None
+            if constraints is not None:
+                batch_constraints = constraints_of(
+                    [constraints[i] for i in chunk],
+                    src_len=src.size(1),
+                    continues_word=continues_word,
+                    device=device,
+                )
             found = strategy.search(
                 model,
                 src,
@@ -83,6 +105,7 @@ def decode_sequences(
                 eos_id=EOS_ID,
                 with_weights=with_weights,
                 prefix=prefix,
+                constraints=batch_constraints,
             )
             for i, hyps in zip(chunk, found, strict=True):
                 results[i] = hyps

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from nmtkit.registry import Hypothesis, SearchStrategy, Translatable, register
+from nmtkit.registry import Constraints, Hypothesis, SearchStrategy, Translatable, register
 from nmtkit.search.rows import decode_rows
-from nmtkit.search.rules import NextWordRules
+from nmtkit.search.rules import NextWordRules, refuse_constraints
 from nmtkit.search.topk import row_argmax
 
 
@@ -36,7 +36,9 @@ class GreedySearch(SearchStrategy):
         eos_id: int,
         with_weights: bool = False,
         prefix: Tensor | None = None,
+        constraints: Constraints | None = None,
     ) -> list[list[Hypothesis]]:
+        refuse_constraints(constraints, "greedy search")
         rules = NextWordRules(max_lengths, prefix, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
         hypotheses = decode_rows(
             model,

@@ -20,6 +20,8 @@ class SearchOverrides:
         beam: beam size K; 1 alone means greedy search, 1 with another beam option a beam of 1.
         length_penalty, coverage_penalty: alpha and beta of beam search's GNMT score.
         early_stopping: False keeps a sentence's beam going while a live hypothesis can win.
+        term_placement: how constrained beam search places a glossary term
+            (:mod:`nmtkit.search.constrained`).
         greedy: greedy search; no beam option may come with it.
         sampling: sample translations (``nmtkit.search.SamplingSearch``) instead of searching.
         temperature, top_k, top_p, seed: the sampling options.
@@ -29,6 +31,7 @@ class SearchOverrides:
     length_penalty: float | None = None
     coverage_penalty: float | None = None
     early_stopping: bool | None = None
+    term_placement: str | None = None
     greedy: bool = False
     sampling: bool = False
     temperature: float | None = None
@@ -43,6 +46,7 @@ class SearchOverrides:
             "length_penalty": self.length_penalty,
             "coverage_penalty": self.coverage_penalty,
             "early_stopping": self.early_stopping,
+            "term_placement": self.term_placement,
         }
         return {key: value for key, value in options.items() if value is not None}
 
@@ -72,12 +76,12 @@ def resolve_search(spec: ComponentSpec, overrides: SearchOverrides, *, nbest: in
     if overrides.sampling and (beam_options or overrides.greedy):
         raise ConfigError(
             "--sampling cannot be combined with --beam, --greedy, --length-penalty, "
-            "--coverage-penalty or --early-stop/--no-early-stop"
+            "--coverage-penalty, --early-stop/--no-early-stop or --term-placement"
         )
     if overrides.greedy and beam_options:
         raise ConfigError(
-            "--greedy cannot be combined with --beam, --length-penalty, --coverage-penalty "
-            "or --early-stop/--no-early-stop",
+            "--greedy cannot be combined with --beam, --length-penalty, --coverage-penalty, "
+            "--early-stop/--no-early-stop or --term-placement",
             hint="for a beam of 1 with beam options, give --beam 1 instead of --greedy",
         )
     searches = beam_options or overrides.greedy

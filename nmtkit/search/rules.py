@@ -8,6 +8,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from nmtkit.errors import ConfigError
+from nmtkit.values import Constraints
+
 NEG_INF = float("-inf")
 
 
@@ -60,3 +63,16 @@ def force_words(log_probs: Tensor, words: Tensor, *, free_id: int) -> Tensor:
     index = words[:, None]  # [N, 1]
     forced = torch.full_like(log_probs, NEG_INF).scatter(1, index, log_probs.gather(1, index))
     return torch.where(free[:, None], log_probs, forced)
+
+
+def refuse_constraints(constraints: Constraints | None, strategy: str) -> None:
+    """Constraints need a beam: other strategies refuse them.
+
+    Raises:
+        ConfigError: ``constraints`` given to ``strategy``.
+    """
+    if constraints is not None:
+        raise ConfigError(
+            f"{strategy} cannot follow constraints or terminology",
+            hint="use beam search (--beam 2 or more)",
+        )

@@ -11,9 +11,9 @@ import torch
 from torch import Tensor
 
 from nmtkit.errors import ConfigError
-from nmtkit.registry import Hypothesis, SearchStrategy, Translatable, register
+from nmtkit.registry import Constraints, Hypothesis, SearchStrategy, Translatable, register
 from nmtkit.search.rows import decode_rows
-from nmtkit.search.rules import NEG_INF, NextWordRules
+from nmtkit.search.rules import NEG_INF, NextWordRules, refuse_constraints
 
 
 @register("search", "sampling")
@@ -69,7 +69,9 @@ class SamplingSearch(SearchStrategy):
         eos_id: int,
         with_weights: bool = False,
         prefix: Tensor | None = None,
+        constraints: Constraints | None = None,
     ) -> list[list[Hypothesis]]:
+        refuse_constraints(constraints, "sampling")
         n = self.config.num_samples
         rules = NextWordRules(max_lengths, prefix, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id)
         sentences = torch.arange(src.size(0), device=src.device).repeat_interleave(n)  # [B*N]

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nmtkit import __version__
-from nmtkit.errors import ConfigError
+from nmtkit.errors import ConfigError, NmtkitError
 from nmtkit.serving.batcher import Batcher, BatcherClosed, QueueFull
 from nmtkit.serving.info import describe_model
 from nmtkit.serving.limits import ServeLimits
@@ -36,6 +36,7 @@ from nmtkit.serving.schema import (
     translation_out,
 )
 from nmtkit.serving.variants import Decoding, Sentence, TranslatorPool
+from nmtkit.terminology.glossary import Glossary, Term
 from nmtkit.translation.results import Translation
 from nmtkit.translation.translator import Translator
 
@@ -104,6 +105,9 @@ def build_app(
     return app
 
 
+MAX_GLOSSARY_ENTRIES = 10_000  # a request's own glossary
+
+
 def _add_routes(
     app: FastAPI,
     *,
@@ -134,14 +138,27 @@ def _add_routes(
             decoding = pool.resolve(request.settings())
         except ConfigError as exc:
             raise HTTPException(422, str(exc)) from None
-        sentences = [Sentence(text=t, prefix=p) for t, p in zip(lines, prefixes, strict=True)]
+        constraints, glossary = _terms(request, pool, limits, lines=len(lines))
+        if (glossary or any(constraints)) and not decoding.constrainable:
+            raise HTTPException(
+                422,
+                "constraints and terminology need beam search with a beam of 2 or more"
+                + (' (send "terminology": [] to go without the server\'s)' if glossary else ""),
+            )
+        sentences = [
+            Sentence(text=t, prefix=p, constraints=c, glossary=glossary)
+            for t, p, c in zip(lines, prefixes, constraints, strict=True)
+        ]
         try:
             future = batcher.submit(decoding, sentences)
         except QueueFull as exc:
             raise HTTPException(429, str(exc), headers={"Retry-After": "1"}) from None
         except BatcherClosed as exc:
             raise HTTPException(503, str(exc)) from None
-        found = await asyncio.wrap_future(future)
+        try:
+            found = await asyncio.wrap_future(future)
+        except NmtkitError as exc:  # a constraint longer than its sentence's output cap
+            raise HTTPException(422, str(exc)) from None
         shown = {
             "nbest": decoding.nbest > 1,
             "alignment": request.alignment,
@@ -165,6 +182,34 @@ def _add_routes(
         """Describe the model (checkpoint SHA-256, config, languages, vocabulary sizes), the
         nmtkit version, the default search and the server's limits."""
         return info
+
+
+def _terms(
+    request: TranslateRequest, pool: TranslatorPool, limits: ServeLimits, *, lines: int
+) -> tuple[list[tuple[Term, ...]], Glossary | None]:
+    """Each sentence's constraints and the request's glossary (the server's when it gives
+    none), checked against the limits: 422 for malformed ones, 413 for too many or too long."""
+    try:
+        constraints = request.phrases() or [()] * lines
+        entries = request.glossary_entries()
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    for i, phrases in enumerate(constraints):
+        check_lines([term.target for term in phrases], limits, field=f"constraints[{i}]")
+    if entries is None:
+        return constraints, pool.base.glossary
+    if len(entries) > MAX_GLOSSARY_ENTRIES:
+        raise HTTPException(
+            413,
+            f"{len(entries)} terminology entries in one request; this server takes at most "
+            f"{MAX_GLOSSARY_ENTRIES} (a larger glossary goes to nmtkit serve --terminology)",
+        )
+    check_lines([e.source or "" for e in entries], limits, field="terminology source")
+    check_lines([e.target for e in entries], limits, field="terminology target")
+    try:
+        return constraints, Glossary(entries, pool.base.loaded.src_text) if entries else None
+    except NmtkitError as exc:
+        raise HTTPException(422, str(exc)) from None
 
 
 def check_lines(lines: Sequence[str], limits: ServeLimits, *, field: str = "text") -> None:

@@ -9,9 +9,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.serving.variants import SearchSettings
+from nmtkit.terminology.glossary import Term
 from nmtkit.translation.results import Candidate, Translation, WordAttention
 
 _SETTING = "{} (translate's {}); default: the model's."
+
+
+class TermIn(BaseModel):
+    """One glossary entry of a request."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    source: str = Field(description="The source term.", examples=["platform"])
+    target: str = Field(description="Its translation, used as written.", examples=["Bahnsteig"])
 
 
 class TranslateRequest(BaseModel):
@@ -58,6 +68,23 @@ class TranslateRequest(BaseModel):
         examples=["Ein Hund"],
     )
 
+    constraints: list[str] | list[list[str]] | None = Field(
+        None,
+        description="Target phrases each translation must contain (translate's --constraints; "
+        "beam search only): a list of phrases for one sentence, a list of such lists, one per "
+        "sentence, for a list.",
+        examples=[["Bahnsteig"]],
+    )
+    terminology: list[TermIn] | None = Field(
+        None,
+        description="A glossary for this request instead of the server's (--terminology): "
+        "every sentence whose source holds a source term (whole words, any case) uses its "
+        "target term; [] for none. Beam search only.",
+    )
+    term_placement: str | None = Field(
+        None, description=_SETTING.format("How a glossary term is placed", "--term-placement")
+    )
+
     def lines(self) -> list[str]:
         return [self.text] if isinstance(self.text, str) else self.text
 
@@ -81,8 +108,57 @@ class TranslateRequest(BaseModel):
             )
         return prefixes
 
+    def phrases(self) -> list[tuple[Term, ...]] | None:
+        """Each sentence's constraints, or None for none.
+
+        Raises:
+            ValueError: constraints that do not match ``text`` (phrases for a list, lists for
+                a string, or another count of sentences), or an empty phrase.
+        """
+        if self.constraints is None:
+            return None
+        one = isinstance(self.text, str)
+        if self.constraints and one != all(isinstance(c, str) for c in self.constraints):
+            kind = "a list of phrases" if one else "a list of lists of phrases, one per sentence"
+            raise ValueError(f"constraints: should be {kind}, as text is")
+        per_sentence = [self.constraints] if one else self.constraints
+        if not one and len(per_sentence) != len(self.lines()):
+            raise ValueError(
+                f"constraints: {len(per_sentence)} lists for {len(self.lines())} sentences; "
+                "give one per sentence, [] for none"
+            )
+        found = []
+        for i, phrases in enumerate(per_sentence):
+            assert isinstance(phrases, list)
+            where = "constraints" if one else f"constraints[{i}]"
+            if not all(str(phrase).strip() for phrase in phrases):
+                raise ValueError(f"{where}: an empty phrase")
+            found.append(tuple(Term(target=str(p).strip(), where=where) for p in phrases))
+        return found
+
+    def glossary_entries(self) -> list[Term] | None:
+        """The request's glossary entries, or None for the server's.
+
+        Raises:
+            ValueError: an empty source or target term.
+        """
+        if self.terminology is None:
+            return None
+        entries = []
+        for i, entry in enumerate(self.terminology):
+            if not entry.source.strip() or not entry.target.strip():
+                raise ValueError(f"terminology[{i}]: an empty term")
+            entries.append(
+                Term(
+                    source=entry.source.strip(),
+                    target=entry.target.strip(),
+                    where=f"terminology[{i}]",
+                )
+            )
+        return entries
+
     def settings(self) -> SearchSettings:
-        fields = self.model_dump(exclude={"text", "prefix"})
+        fields = self.model_dump(exclude={"text", "prefix", "constraints", "terminology"})
         return SearchSettings(**fields)
 
 
@@ -91,6 +167,18 @@ class AttentionOut(BaseModel):
     target: list[str] = Field(description="The target words (tokenized).")
     weights: list[list[float]] = Field(
         description="One row per target word, one weight per source word; each row sums to 1."
+    )
+
+
+class TermOut(BaseModel):
+    target: str = Field(description="A target phrase the translation had to contain.")
+    source: str | None = Field(
+        None, description="Its source term (a glossary entry's); none for a bare constraint."
+    )
+    met: bool = Field(description="Whether the translation contains it.")
+    aligned: bool | None = Field(
+        None,
+        description="With alignment: whether a link joins its words to its source term's.",
     )
 
 
@@ -104,6 +192,9 @@ class CandidateOut(BaseModel):
     )
     attention: AttentionOut | None = Field(
         None, description="When asked for and the model's attention is an alignment."
+    )
+    terms: list[TermOut] | None = Field(
+        None, description="Under constraints or a glossary: how it uses each term."
     )
 
 
@@ -151,6 +242,11 @@ def _candidate(candidate: Candidate, *, alignment: bool, attention: bool) -> Can
         score=candidate.score,
         alignment=None if links is None or not alignment else format_pharaoh(links),
         attention=None if weights is None or not attention else _attention(weights),
+        terms=[
+            TermOut(target=t.target, source=t.source, met=t.met, aligned=t.aligned)
+            for t in candidate.terms
+        ]
+        or None,
     )
 
 

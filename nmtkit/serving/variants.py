@@ -16,6 +16,7 @@ from nmtkit.search.overrides import (
     max_hypotheses,
     resolve_search,
 )
+from nmtkit.terminology.glossary import Glossary, Term
 from nmtkit.translation.results import Translation
 from nmtkit.translation.translator import Translator
 
@@ -41,6 +42,7 @@ class SearchSettings:
     nbest: int = 1
     alignment: bool = False
     attention: bool = False
+    term_placement: str | None = None
 
     def overrides(self) -> SearchOverrides:
         return SearchOverrides(
@@ -49,6 +51,7 @@ class SearchSettings:
             length_penalty=self.length_penalty,
             coverage_penalty=self.coverage_penalty,
             early_stopping=self.early_stop,
+            term_placement=self.term_placement,
             sampling=self.sampling,
             temperature=self.temperature,
             top_k=self.top_k,
@@ -59,10 +62,13 @@ class SearchSettings:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Sentence:
-    """One sentence of a request: its raw text and forced target prefix ('' for none)."""
+    """One sentence of a request: its raw text, forced target prefix ('' for none), the target
+    phrases it must contain and the glossary it follows (None: none)."""
 
     text: str
     prefix: str = ""
+    constraints: tuple[Term, ...] = ()
+    glossary: Glossary | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,6 +83,7 @@ class Decoding:
     signature: str
     nbest: int
     alignment: bool
+    constrainable: bool  # beam search of a beam of 2 or more: constraints and glossaries apply
     spec: ComponentSpec = dataclasses.field(compare=False)
 
 
@@ -123,6 +130,7 @@ class TranslatorPool:
             )
         return Decoding(
             signature=describe_search(spec),
+            constrainable=spec.name == "beam" and width >= 2,
             nbest=settings.nbest,
             alignment=settings.alignment or settings.attention,
             spec=spec,
@@ -130,9 +138,12 @@ class TranslatorPool:
 
     def translate(self, decoding: Decoding, sentences: list[Sentence]) -> list[Translation]:
         """Translate one batch of sentences with ``decoding`` (on the worker thread)."""
-        lines = [sentence.text for sentence in sentences]
-        prefixes = [sentence.prefix for sentence in sentences]
-        return self.translator(decoding).translate_chunk(lines, prefixes=prefixes)
+        return self.translator(decoding).translate_chunk(
+            [sentence.text for sentence in sentences],
+            prefixes=[sentence.prefix for sentence in sentences],
+            constraints=[sentence.constraints for sentence in sentences],
+            glossaries=[sentence.glossary for sentence in sentences],
+        )
 
     def translator(self, decoding: Decoding) -> Translator:
         """The Translator of ``decoding``, made on first use."""

@@ -12,6 +12,7 @@ from torch import Tensor
 
 from nmtkit.models import Seq2Seq
 from nmtkit.registry import (
+    Constraints,
     DecoderState,
     EncoderOutput,
     Hypothesis,
@@ -53,6 +54,7 @@ class ShortlistSearch(SearchStrategy):
         eos_id: int,
         with_weights: bool = False,
         prefix: Tensor | None = None,
+        constraints: Constraints | None = None,
     ) -> list[list[Hypothesis]]:
         assert isinstance(model, Seq2Seq | Ensemble), "a shortlist cuts a model's output rows"
         special = (*SPECIAL_IDS, pad_id, bos_id, eos_id)
@@ -69,9 +71,14 @@ class ShortlistSearch(SearchStrategy):
                 lengths=lengths[rows],
                 max_lengths=max_lengths[rows],
                 prefix=None if prefix is None else prefix[rows],
+                constraints=None if constraints is None else constraints.select(rows),
             )
             if restrict:
-                vocab = self.shortlist.candidates(part.src, prefix=part.prefix, special=special)
+                forced = part.prefix
+                if part.constraints is not None:  # constraint pieces are always candidates
+                    phrases = part.constraints.tokens.flatten(1)  # [b, C*L]
+                    forced = phrases if forced is None else torch.cat([forced, phrases], dim=1)
+                vocab = self.shortlist.candidates(part.src, prefix=forced, special=special)
                 log.debug(
                     "shortlist: %d of %d target pieces for %d sentences",
                     vocab.numel(),
@@ -97,12 +104,14 @@ class ShortlistSearch(SearchStrategy):
 
 @dataclass(frozen=True, slots=True)
 class _Part:
-    """Some sentences of a batch: source ids [b, S], lengths and caps [b], prefixes [b, P]."""
+    """Some sentences of a batch: source ids [b, S], lengths and caps [b], prefixes [b, P],
+    constraints."""
 
     src: Tensor
     lengths: Tensor
     max_lengths: Tensor
     prefix: Tensor | None
+    constraints: Constraints | None
 
     def search(
         self,
@@ -128,6 +137,7 @@ class _Part:
                 eos_id=eos_id,
                 with_weights=with_weights,
                 prefix=self.prefix,
+                constraints=self.constraints,
             )
 
         def number(ids: Tensor) -> Tensor:  # id -> its place among the candidates
@@ -143,12 +153,24 @@ class _Part:
             eos_id=int(number(torch.tensor(eos_id, device=vocab.device))),
             with_weights=with_weights,
             prefix=None if self.prefix is None else number(self.prefix),
+            constraints=None if self.constraints is None else _renumber(self.constraints, vocab),
         )
         ids = vocab.tolist()
         return [
             [dataclasses.replace(hyp, tokens=[ids[i] for i in hyp.tokens]) for hyp in hyps]
             for hyps in found
         ]
+
+
+def _renumber(constraints: Constraints, vocab: Tensor) -> Constraints:
+    """``constraints`` over the candidates ``vocab`` [V'] (ascending), which hold every
+    phrase's pieces."""
+    glue = constraints.continues_word
+    return dataclasses.replace(
+        constraints,
+        tokens=torch.searchsorted(vocab, constraints.tokens),
+        continues_word=None if glue is None else glue[vocab],
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from nmtkit.alignment.links import Link
 from nmtkit.alignment.pharaoh import format_pharaoh
 from nmtkit.errors import unknown_name
 from nmtkit.outputs import check_writable, open_output
-from nmtkit.translation.results import Translation
+from nmtkit.translation.results import Candidate, Translation
 
 
 def format_text(item: Translation) -> str:
@@ -26,7 +26,9 @@ def format_nbest(item: Translation) -> str:
 def format_jsonl(item: Translation) -> str:
     """One JSON object per line: source, best translation, score, alignment and n-best; with
     sentence splitting, also ``parts``, each sentence with its translation, score and
-    alignment."""
+    alignment; under constraints or a glossary, ``terms`` (for the best and each n-best
+    candidate): each term's target and source (null for a bare constraint), whether it is
+    ``met`` and whether its words are ``aligned`` to its source term (null when unknown)."""
     best = item.candidates[0]
     record: dict[str, Any] = {
         "id": item.index,
@@ -35,10 +37,10 @@ def format_jsonl(item: Translation) -> str:
         "score": round(best.score, 6),
         "alignment": _pharaoh(best.links),
         "nbest": [
-            {"hyp": c.text, "score": round(c.score, 6), "alignment": _pharaoh(c.links)}
+            {"hyp": c.text, "score": round(c.score, 6), "alignment": _pharaoh(c.links)} | _terms(c)
             for c in item.candidates
         ],
-    }
+    } | _terms(best)
     if item.parts is not None:
         record["parts"] = [
             {
@@ -50,6 +52,18 @@ def format_jsonl(item: Translation) -> str:
             for part in item.parts
         ]
     return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _terms(candidate: Candidate) -> dict[str, Any]:
+    """``{"terms": [...]}``, how ``candidate`` uses its terms, or nothing when it had none."""
+    if not candidate.terms:
+        return {}
+    return {
+        "terms": [
+            {"target": t.target, "source": t.source, "met": t.met, "aligned": t.aligned}
+            for t in candidate.terms
+        ]
+    }
 
 
 def _pharaoh(links: tuple[Link, ...] | None) -> str | None:

@@ -22,6 +22,7 @@ from nmtkit.search.overrides import (
     resolve_search,
 )
 from nmtkit.shortlist.builder import open_shortlist
+from nmtkit.terminology.glossary import Term
 from nmtkit.translation.options import check_options
 from nmtkit.translation.splitting import check_splitting
 from nmtkit.translation.translator import Translator
@@ -44,6 +45,7 @@ def open_translator(
     lengths: LengthPolicy | None = None,
     split_sentences: bool = False,
     shortlist: bool = False,
+    terminology: Sequence[Term] = (),
 ) -> Translator:
     """Load a model and set up its translator; None keeps the model's own search settings.
 
@@ -52,7 +54,8 @@ def open_translator(
     text pipelines, search settings and shortlist serve them all.
 
     ``shortlist`` restricts the output words to the vocabulary shortlist in the (first) model's
-    directory (:func:`nmtkit.shortlist.builder.open_shortlist`).
+    directory (:func:`nmtkit.shortlist.builder.open_shortlist`). ``terminology`` is a glossary
+    every translation follows (``terminology`` of :class:`Translator`).
 
     Raises:
         CheckpointError: a path holds no usable checkpoint.
@@ -60,7 +63,8 @@ def open_translator(
         ConfigError: no model path, models of different vocabularies, ``nbest`` above the
             beam size or number of samples (or above 1 with ``split_sentences``), a batch size
             below 1, a negative output cap, or search overrides that conflict or are out of
-            range (:func:`resolve_search`).
+            range (:func:`resolve_search`), or ``terminology`` with a search other than beam
+            search of a beam of 2 or more.
     """
     paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
     if not paths:
@@ -96,6 +100,7 @@ def open_translator(
         split_sentences=split_sentences,
         shortlist=open_shortlist(loaded) if shortlist else None,
         ensemble_with=others,
+        terminology=terminology,
     )
     if others:
         names = ", ".join(str(member.path) for member in translator.members)

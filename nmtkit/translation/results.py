@@ -11,6 +11,7 @@ import torch
 from nmtkit.alignment.links import Link, argmax_links, piece_weights_to_words
 from nmtkit.data.text import TextPipeline, words
 from nmtkit.registry import Hypothesis
+from nmtkit.translation.terms import TermUse
 
 
 @dataclass(frozen=True, kw_only=True, slots=True, eq=False)
@@ -29,12 +30,14 @@ class WordAttention:
 class Candidate:
     """One hypothesis as text: its score (:attr:`nmtkit.registry.Hypothesis.score`) and, when
     asked for, its word alignment as (source word, target word) links, 0-based, read off
-    ``attention`` by argmax (what ``nmtkit align`` prints by default)."""
+    ``attention`` by argmax (what ``nmtkit align`` prints by default); under constraints or a
+    glossary, how it uses each term."""
 
     text: str
     score: float
     links: tuple[Link, ...] | None = None
     attention: WordAttention | None = field(default=None, compare=False)
+    terms: tuple[TermUse, ...] = ()  # the terms it had to use (constraints, a glossary)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -111,8 +111,8 @@ def join_parts(
     """Join the translations of a line's sentences into the line's translation.
 
     Its text lays out the parts' texts as the sentences were laid out (:meth:`SplitLine.join`),
-    its score is the sum of theirs, and its links are theirs renumbered to words of the whole
-    line (:func:`join_links`; None when a part has none).
+    its score is the sum of theirs, its links are theirs renumbered to words of the whole
+    line (:func:`join_links`; None when a part has none), and its terms are theirs.
 
     Args:
         num_src_words: each sentence's source words (as its links count them).
@@ -130,6 +130,7 @@ def join_parts(
         text=split.join([c.text for c in candidates]),
         score=sum((c.score for c in candidates), 0.0),
         links=links,
+        terms=tuple(term for c in candidates for term in c.terms),
     )
 
 

@@ -18,7 +18,7 @@ import queue
 import stat
 import sys
 import threading
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,31 +35,35 @@ class _End:
     error: BaseException | None = None
 
 
-def read_with_prefixes(
-    path: str | Path, prefix_path: str | Path
-) -> tuple[Iterable[str], list[str]]:
-    """The lines of ``path`` ('-': stdin) and of the file of their target prefixes, one per
-    line (an empty line: none). A regular input file is read lazily (after counting it); stdin
-    or another pipe is read whole, to count it before anything is translated.
+def read_prefixes(prefix_path: str | Path) -> list[str]:
+    """The target prefixes of a file of one per input line ('' for an empty line: none).
 
     Raises:
-        DataError: either file is missing or not valid UTF-8, or their line counts differ.
+        DataError: the file is missing or not valid UTF-8.
     """
-    prefixes = [line or "" for line in read_lines(prefix_path)]
+    return [line or "" for line in read_lines(prefix_path)]
+
+
+def read_with_line_files(
+    path: str | Path, line_files: Sequence[tuple[str | Path, int, str]]
+) -> Iterable[str]:
+    """The lines of ``path`` ('-': stdin), once each file of one line per input line
+    (``line_files``: its path, its line count and what to do about a mismatch) is known to have
+    as many. A regular input file is read lazily (after counting it); stdin or another pipe is
+    read whole, to count it before anything is translated.
+
+    Raises:
+        DataError: the input is missing or not valid UTF-8, or a line count differs.
+    """
     lines: Iterable[str] = (line or "" for line in read_lines(path))
     if str(path) == "-" or arrives_over_time(path):
         lines = list(lines)  # a pipe is read once: hold it, to count it before translating
         num_lines = len(lines)
     else:
         num_lines = sum(1 for _ in read_lines(path))
-    check_line_counts(
-        prefix_path,
-        len(prefixes),
-        path,
-        num_lines,
-        hint="give one prefix per input line; an empty line means no prefix",
-    )
-    return lines, prefixes
+    for line_file, count, hint in line_files:
+        check_line_counts(line_file, count, path, num_lines, hint=hint)
+    return lines
 
 
 def arrives_over_time(path: str | Path) -> bool:

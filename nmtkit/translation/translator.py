@@ -9,10 +9,15 @@ splitting, a chunk's lines are cut into sentences, translated as one batch and j
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
+
+import torch
 
 from nmtkit import registry
 from nmtkit.checkpoint import LoadedModel
@@ -23,11 +28,13 @@ from nmtkit.models.autocast_weights import cast_linear_weights
 from nmtkit.models.quantization import quantize_int8
 from nmtkit.registry import Hypothesis, SearchStrategy
 from nmtkit.runtime import DTYPES, check_line_memory, resolve_precision
-from nmtkit.search.decode import build_strategy, decode_sequences
+from nmtkit.search.beam import BeamSearch
+from nmtkit.search.decode import build_strategy, decode_sequences, output_cap
 from nmtkit.search.ensemble import Ensemble, check_vocabularies
 from nmtkit.search.length_policy import LengthPolicy
 from nmtkit.shortlist.restricted import ShortlistSearch
 from nmtkit.shortlist.table import Shortlist
+from nmtkit.terminology.glossary import Glossary, Term, read_constraints
 from nmtkit.translation.options import check_options
 from nmtkit.translation.results import Candidate, Part, Translation, candidate_of
 from nmtkit.translation.splitting import (
@@ -36,7 +43,19 @@ from nmtkit.translation.splitting import (
     check_splitting,
     join_parts,
 )
-from nmtkit.translation.streaming import DEFAULT_FLUSH_MS, read_chunks, read_with_prefixes
+from nmtkit.translation.streaming import (
+    DEFAULT_FLUSH_MS,
+    read_chunks,
+    read_prefixes,
+    read_with_line_files,
+)
+from nmtkit.translation.terms import (
+    NO_TERMS,
+    SentenceTerms,
+    continues_word,
+    plan_terms,
+    term_uses,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +63,13 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Found:
     """What the search found for one text: the source pieces it read (fewer than the text's
-    when ``--max-source-len`` cut it), all its pieces, and its hypotheses, best first."""
+    when ``--max-source-len`` cut it), all its pieces, its hypotheses, best first, and the
+    terms they had to use."""
 
     pieces: list[str]
     full_pieces: list[str]
     hypotheses: list[Hypothesis]
+    terms: SentenceTerms = NO_TERMS
 
 
 class Translator:
@@ -75,6 +96,11 @@ class Translator:
             attention is their mean (:mod:`nmtkit.search.ensemble`). The text pipelines and
             the search settings are ``loaded``'s; the precision applies to every model. With
             none, ``loaded``'s model is searched as it is.
+        terminology: glossary entries (:func:`~nmtkit.terminology.glossary.read_glossary`):
+            every sentence whose source holds an entry's source term must use its target term
+            (:mod:`nmtkit.terminology.glossary` says how terms match, and
+            :mod:`nmtkit.translation.terms` what is kept when they do not all fit). They need
+            beam search.
 
     Raises:
         ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`),
@@ -98,6 +124,7 @@ class Translator:
         split_sentences: bool = False,
         shortlist: Shortlist | None = None,
         ensemble_with: Sequence[LoadedModel] = (),
+        terminology: Sequence[Term] = (),
     ) -> None:
         check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
         check_splitting(split_sentences=split_sentences, nbest=nbest)
@@ -136,6 +163,8 @@ class Translator:
                 cast_linear_weights(member.model, DTYPES[self.precision])
         self.splitter = SentenceSplitter(loaded.vocab.src_lang) if split_sentences else None
         self.shortlist = shortlist
+        self.glossary = self.compile_glossary(terminology)
+        self._glue: torch.Tensor | None = None
 
     def translate_stream(
         self,
@@ -144,6 +173,7 @@ class Translator:
         chunk_size: int | None = None,
         flush_ms: float | None = None,
         prefix_path: str | Path | None = None,
+        constraints_path: str | Path | None = None,
     ) -> Iterator[Translation]:
         """Translate a file or stdin ('-') in chunks of up to ``chunk_size`` lines (1000 when
         None). From a pipe, FIFO or terminal a chunk is translated as soon as no new line has
@@ -157,25 +187,44 @@ class Translator:
                 means none); every translation starts with its line's prefix. With stdin or
                 another pipe, the whole input is read before translating, to check that the
                 line counts match.
+            constraints_path: a file of target phrases, one line per input line, the phrases
+                tab-separated (an empty line: none); every translation contains its line's
+                phrases (:func:`~nmtkit.terminology.glossary.read_constraints`). Read as
+                ``prefix_path`` is.
 
         Raises:
             ConfigError: a chunk size below 1, a negative ``flush_ms``, or a prefix file with
                 sentence splitting.
-            DataError: the input or prefix file is missing or not valid UTF-8 (naming the line),
-                or the prefix file's line count is not the input's.
+            DataError: the input, prefix or constraints file is missing or not valid UTF-8
+                (naming the line), a constraints line has an empty phrase, or either file's
+                line count is not the input's.
         """
         check_options(chunk_size=chunk_size, flush_ms=flush_ms)
         check_splitting(split_sentences=self.splitter is not None, prefix_path=prefix_path)
         chunk_size = chunk_size or 1000
-        if prefix_path is None:
+        if prefix_path is None and constraints_path is None:
             offset = 0
             pause = DEFAULT_FLUSH_MS if flush_ms is None else flush_ms
             for chunk in read_chunks(path, chunk_size=chunk_size, flush_ms=pause):
                 yield from self.translate_chunk(chunk, offset=offset)
                 offset += len(chunk)
             return
-        lines, prefixes = read_with_prefixes(path, prefix_path)
-        yield from self.translate(lines, chunk_size=chunk_size, prefixes=prefixes)
+        prefixes = None if prefix_path is None else read_prefixes(prefix_path)
+        constraints = None if constraints_path is None else read_constraints(constraints_path)
+        lines = read_with_line_files(
+            path,
+            [
+                (line_file, len(per_line), f"give one line per input line; {hint}")
+                for line_file, per_line, hint in (
+                    (prefix_path, prefixes, "an empty line means no prefix"),
+                    (constraints_path, constraints, "an empty line means no constraint"),
+                )
+                if line_file is not None and per_line is not None
+            ],
+        )
+        yield from self.translate(
+            lines, chunk_size=chunk_size, prefixes=prefixes, constraints=constraints
+        )
 
     def translate(
         self,
@@ -183,65 +232,102 @@ class Translator:
         *,
         chunk_size: int = 1000,
         prefixes: Iterable[str] | None = None,
+        constraints: Iterable[Sequence[Term]] | None = None,
     ) -> Iterator[Translation]:
         """Translate ``lines`` in chunks of ``chunk_size``, yielding results in input order.
 
-        ``prefixes`` gives each line's target prefix as raw text ('' for none), line for line.
+        ``prefixes`` gives each line's target prefix as raw text ('' for none), and
+        ``constraints`` each line's target phrases (none: no constraint), line for line.
 
         Raises:
             ConfigError: a chunk size below 1.
         """
         check_options(chunk_size=chunk_size)
-        pairs: Iterable[tuple[str, str]] = (
-            ((line, "") for line in lines)
-            if prefixes is None
-            else zip(lines, prefixes, strict=True)
+        given = [column for column in (prefixes, constraints) if column is not None]
+        rows: Iterable[tuple[object, ...]] = (
+            zip(lines, *given, strict=True) if given else ((line,) for line in lines)
         )
-        chunk: list[tuple[str, str]] = []
         offset = 0
-        for pair in pairs:
-            chunk.append(pair)
-            if len(chunk) >= chunk_size:
-                yield from self._translate_pairs(chunk, offset=offset)
-                offset += len(chunk)
-                chunk = []
-        if chunk:
-            yield from self._translate_pairs(chunk, offset=offset)
-
-    def _translate_pairs(self, chunk: list[tuple[str, str]], *, offset: int) -> list[Translation]:
-        lines, prefixes = zip(*chunk, strict=True)
-        return self.translate_chunk(lines, offset=offset, prefixes=prefixes)
+        while chunk := list(itertools.islice(rows, chunk_size)):
+            columns = list(zip(*chunk, strict=True))
+            texts = cast(tuple[str, ...], columns.pop(0))
+            chunk_prefixes = None if prefixes is None else cast(tuple[str, ...], columns.pop(0))
+            chunk_terms = (
+                None if constraints is None else cast(tuple[Sequence[Term], ...], columns.pop(0))
+            )
+            yield from self.translate_chunk(
+                texts, offset=offset, prefixes=chunk_prefixes, constraints=chunk_terms
+            )
+            offset += len(chunk)
 
     def translate_chunk(
-        self, lines: Sequence[str], *, offset: int = 0, prefixes: Sequence[str] | None = None
+        self,
+        lines: Sequence[str],
+        *,
+        offset: int = 0,
+        prefixes: Sequence[str] | None = None,
+        constraints: Sequence[Sequence[Term]] | None = None,
+        glossaries: Sequence[Glossary | None] | None = None,
     ) -> list[Translation]:
         """Translate one chunk of lines numbered from ``offset``, each starting with its
-        ``prefixes`` entry (raw target text, '' for none); an empty line stays empty.
+        ``prefixes`` entry (raw target text, '' for none) and containing its ``constraints``
+        entry's target phrases; an empty line stays empty.
+
+        ``glossaries`` gives each line a glossary instead of the translator's own
+        (:meth:`compile_glossary`; None for a line: no glossary).
 
         With sentence splitting, the sentences of all the chunk's lines are translated as one
         batch, and each line gets one translation that joins its sentences' (see
-        :class:`Translation`).
+        :class:`Translation`); a sentence gets the glossary entries its source holds, and a
+        line's bare constraints go to its first sentence.
 
         Raises:
-            ConfigError: a prefix with sentence splitting.
+            ConfigError: a prefix with sentence splitting; constraints or a glossary with a
+                search other than beam search of a beam of 2 or more.
+            DataError: a constraint that reads as no target piece or is longer than its line's
+                output cap, naming its file and line.
         """
+        bare = [()] * len(lines) if constraints is None else list(constraints)
+        if glossaries is None:
+            glossaries = [self.glossary] * len(lines)
         if self.splitter is not None:
             if prefixes is not None and any(p.strip() for p in prefixes):
                 raise ConfigError(PREFIX_WITH_SPLITTING)
-            return self._translate_split(lines, offset=offset)
+            return self._translate_split(lines, offset=offset, bare=bare, glossaries=glossaries)
         labels = [f"input line {number}" for number in range(offset + 1, offset + len(lines) + 1)]
-        found = self._search(lines, labels=labels, prefixes=prefixes)
+        found = self._search(
+            lines, labels=labels, prefixes=prefixes, bare=bare, glossaries=glossaries
+        )
         return [
             Translation(
                 index=offset + i,
                 source=line,
-                candidates=tuple(self._candidate(h, sentence.pieces) for h in sentence.hypotheses)
+                candidates=tuple(self._candidates(sentence, what=label))
                 or (self._candidate(None, []),),
             )
-            for i, (line, sentence) in enumerate(zip(lines, found, strict=True))
+            for i, (line, sentence, label) in enumerate(zip(lines, found, labels, strict=True))
         ]
 
-    def _translate_split(self, lines: Sequence[str], *, offset: int) -> list[Translation]:
+    def compile_glossary(self, terminology: Sequence[Term]) -> Glossary | None:
+        """Glossary entries read as this model reads its source; None for no entries.
+
+        Raises:
+            ConfigError: entries with a search other than beam search of a beam of 2 or more.
+            DataError: an entry whose source term reads as nothing.
+        """
+        if not terminology:
+            return None
+        self._check_constrainable()
+        return Glossary(terminology, self.loaded.src_text)
+
+    def _translate_split(
+        self,
+        lines: Sequence[str],
+        *,
+        offset: int,
+        bare: Sequence[Sequence[Term]],
+        glossaries: Sequence[Glossary | None],
+    ) -> list[Translation]:
         assert self.splitter is not None
         splits = [self.splitter.split(line) for line in lines]
         texts = [sentence for split in splits for sentence in split.sentences]
@@ -250,7 +336,19 @@ class Translator:
             for number, split in enumerate(splits, start=offset + 1)
             for k in range(1, len(split.sentences) + 1)
         ]
-        found = iter(self._search(texts, labels=labels))
+        sentence_bare = [
+            terms if k == 0 else ()
+            for split, terms in zip(splits, bare, strict=True)
+            for k in range(len(split.sentences))
+        ]
+        sentence_glossaries = [
+            glossary
+            for split, glossary in zip(splits, glossaries, strict=True)
+            for _ in split.sentences
+        ]
+        found = iter(
+            self._search(texts, labels=labels, bare=sentence_bare, glossaries=sentence_glossaries)
+        )
         translations = []
         for i, (line, split) in enumerate(zip(lines, splits, strict=True)):
             sentences = [next(found) for _ in split.sentences]
@@ -258,7 +356,7 @@ class Translator:
                 sentence.hypotheses[0] if sentence.hypotheses else None for sentence in sentences
             ]
             parts = tuple(
-                Part(source=text, candidate=self._candidate(hyp, sentence.pieces))
+                Part(source=text, candidate=self._candidate(hyp, sentence.pieces, sentence.terms))
                 for text, hyp, sentence in zip(split.sentences, best, sentences, strict=True)
             )
             joined = (
@@ -282,9 +380,11 @@ class Translator:
         *,
         labels: Sequence[str],
         prefixes: Sequence[str] | None = None,
+        bare: Sequence[Sequence[Term]],
+        glossaries: Sequence[Glossary | None],
     ) -> list[_Found]:
-        """Search every text (an empty one gets no hypotheses); ``labels`` name them in the
-        warning of a cut (e.g. "input line 12")."""
+        """Search every text (an empty one gets no hypotheses) under its ``bare`` constraints
+        and its glossary's terms; ``labels`` name them in warnings (e.g. "input line 12")."""
         src_text = self.loaded.src_text
         full = [src_text.encode(text) if text.strip() else [] for text in texts]
         ids = [self.lengths.cut(seq, what=label) for seq, label in zip(full, labels, strict=True)]
@@ -293,6 +393,25 @@ class Translator:
             for i in busy:
                 self._check_alignment_memory(len(ids[i]), what=labels[i])
         prefix_ids = self._encode_prefixes(prefixes)
+        planned = [NO_TERMS] * len(texts)
+        if any(glossaries) or any(bare):
+            self._check_constrainable()
+            for i in busy:
+                used = 0 if prefix_ids is None else len(prefix_ids[i])
+                cap = output_cap(len(ids[i]), a=self.max_len_a, b=self.max_len_b)
+                planned[i] = plan_terms(
+                    bare[i],
+                    glossaries[i],
+                    src_text.id_to_piece(ids[i]),
+                    tgt_text=self.loaded.tgt_text,
+                    cap=max(cap, used),
+                    used=used,
+                    most=self._beam_size() - 1,
+                    what=labels[i],
+                )
+        constraints = None
+        if any(plan.phrases for plan in planned):
+            constraints = [planned[i].phrases for i in busy]
         strategy = self.strategy
         if self.shortlist is not None:
             strategy = ShortlistSearch(strategy, self.shortlist)
@@ -306,16 +425,37 @@ class Translator:
             max_tokens=self.lengths.max_tokens,
             with_weights=self.with_alignment,
             prefixes=None if prefix_ids is None else [prefix_ids[i] for i in busy],
+            constraints=constraints,
+            continues_word=None if constraints is None else self._continues_word(),
             precision=self.precision,
         )
         by_text: list[list[Hypothesis]] = [[] for _ in texts]
         for i, hyps in zip(busy, hypotheses, strict=True):
             by_text[i] = hyps[: self.nbest]
         found = []
-        for seq, read, hyps in zip(full, ids, by_text, strict=True):
+        for seq, read, hyps, plan in zip(full, ids, by_text, planned, strict=True):
             pieces = src_text.id_to_piece(seq)
-            found.append(_Found(pieces=pieces[: len(read)], full_pieces=pieces, hypotheses=hyps))
+            found.append(
+                _Found(pieces=pieces[: len(read)], full_pieces=pieces, hypotheses=hyps, terms=plan)
+            )
         return found
+
+    def _continues_word(self) -> torch.Tensor:
+        """The target pieces that would glue onto the word before them, [V]."""
+        if self._glue is None:
+            self._glue = continues_word(self.loaded.tgt_text)
+        return self._glue
+
+    def _beam_size(self) -> int:
+        return int(getattr(self.strategy.config, "beam_size", 1))
+
+    def _check_constrainable(self) -> None:
+        """Constraints need beam search with room beside the hypotheses that meet them."""
+        if not isinstance(self.strategy, BeamSearch) or self._beam_size() < 2:
+            raise ConfigError(
+                "constraints and terminology need beam search with a beam of 2 or more",
+                hint="drop --greedy/--sampling, or give --beam 2 or more (5 or more is better)",
+            )
 
     def _check_alignment_memory(self, src_len: int, *, what: str) -> None:
         """Refuse, before its search, a sentence whose attention history would not fit: each
@@ -330,11 +470,38 @@ class Translator:
             hint="bound it with --max-source-len, or the output with --max-len-a/--max-len-b",
         )
 
-    def _candidate(self, hyp: Hypothesis | None, src_pieces: list[str]) -> Candidate:
-        """``hyp`` as text (:func:`candidate_of`); None, an empty line, as the empty one."""
-        return candidate_of(
+    def _candidates(self, found: _Found, *, what: str) -> list[Candidate]:
+        """A text's hypotheses as candidates, best first; a warning names each term the best
+        one misses (when the beam found no translation with them all)."""
+        candidates = [self._candidate(hyp, found.pieces, found.terms) for hyp in found.hypotheses]
+        missed = [use.target for use in (candidates[0].terms if candidates else ()) if not use.met]
+        if missed:
+            log.warning(
+                "%s: constraints not met (no hypothesis with them all finished within the "
+                "output cap; a wider --beam may find one): %s",
+                what,
+                ", ".join(map(repr, missed)),
+            )
+        return candidates
+
+    def _candidate(
+        self, hyp: Hypothesis | None, src_pieces: list[str], terms: SentenceTerms = NO_TERMS
+    ) -> Candidate:
+        """``hyp`` as text (:func:`candidate_of`), with how it uses ``terms``; None, an empty
+        line, as the empty one."""
+        candidate = candidate_of(
             hyp, src_pieces, tgt_text=self.loaded.tgt_text, with_alignment=self.with_alignment
         )
+        if hyp is None or not terms.terms:
+            return candidate
+        uses = term_uses(
+            terms,
+            hyp.tokens,
+            src_pieces=src_pieces,
+            tgt_pieces=self.loaded.tgt_text.id_to_piece(hyp.tokens),
+            links=candidate.links,
+        )
+        return dataclasses.replace(candidate, terms=uses)
 
     def _num_tgt_words(self, hyp: Hypothesis | None) -> int:
         return 0 if hyp is None else len(words(self.loaded.tgt_text.id_to_piece(hyp.tokens)))

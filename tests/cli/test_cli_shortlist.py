@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from nmtkit.checkpoint import SHORTLIST, load_model
+from nmtkit.data.batching import collate_source
 from nmtkit.shortlist.table import Shortlist
 from tests.cli.runs import Invoke, Run
 from tests.cli.test_cli import out_lines, stdin_of
@@ -107,3 +108,28 @@ def test_the_built_shortlist_keeps_at_most_top_k_targets_per_source_piece(listed
     built = Shortlist.load(listed.path / SHORTLIST, fingerprint=_fingerprint(listed.path))
     assert built.top_k == 20
     assert np.diff(built.offsets).max() <= 20
+
+
+def test_constraint_pieces_are_always_candidates_of_the_shortlist(
+    cli: Invoke, listed: Run, val_pairs: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
+    """A constraint's pieces join each batch's candidates, even where no source piece of the
+    batch lists them."""
+    table = Shortlist.load(listed.path / SHORTLIST, fingerprint=_fingerprint(listed.path))
+    loaded = load_model(listed.path)
+    tgt_text, src_text = loaded.tgt_text, loaded.src_text
+    lines = val_pairs[0][:2]
+    src, _ = collate_source([src_text.encode(line) for line in lines])
+    candidates = set(table.candidates(src).tolist())
+    term = next(
+        word
+        for word in ("Zeppelin", "Quarz", "Xylophon", "Fjord")
+        if not set(tgt_text.encode(word)) <= candidates
+    )
+    constraints = tmp_path / "c.txt"
+    constraints.write_text(f"{term}\n\n", "utf-8")
+    args = ["translate", "-m", str(listed.path), "--shortlist", "--constraints", str(constraints)]
+    result = cli(args, input=stdin_of(lines))
+    assert result.exit_code == 0, result.output
+    first, _ = out_lines(result.stdout)
+    assert term in first

@@ -73,7 +73,7 @@ def test_json_holds_systems_scores_significance_and_by_length(files: dict[str, P
     data = json.loads(comparison_json(comparison))
     assert list(data) == [
         *("num_sentences", "references", "systems", "scores", "warnings"),
-        *("significance", "by_length"),
+        *("significance", "by_length", "term_accuracy"),
     ]
     assert data["num_sentences"] == len(REFS)
     assert data["systems"] == ["base", "worse"]
@@ -85,6 +85,7 @@ def test_json_holds_systems_scores_significance_and_by_length(files: dict[str, P
     assert data["significance"]["test"] == "bs"
     assert data["by_length"]["by"] == "source"
     assert [b["num_sentences"] for b in data["by_length"]["buckets"]] == [4, 20]
+    assert data["term_accuracy"] is None
 
 
 def test_parts_equal_the_library_functions_on_the_same_lines(files: dict[str, Path]) -> None:

@@ -22,21 +22,7 @@ from nmtkit.search.constrained import (
     constraints_of,
 )
 from tests.unit.test_models import random_ids, tiny_model
-
-
-def run(strategy, model, src_ids, constraints, *, max_len=12, with_weights=False):
-    src, lengths = collate_source(src_ids)
-    return strategy.search(
-        model,
-        src,
-        lengths,
-        max_lengths=torch.full((len(src_ids),), max_len),
-        pad_id=PAD_ID,
-        bos_id=BOS_ID,
-        eos_id=EOS_ID,
-        with_weights=with_weights,
-        constraints=constraints,
-    )
+from tests.unit.test_search import run
 
 
 def beam(size: int = 5, placement: str = "bonus") -> BeamSearch:
@@ -62,7 +48,7 @@ def test_every_hypothesis_holds_its_phrases_in_order(placement: str) -> None:
     ]
     src_len = max(len(ids) for ids in src_ids) + 1
     constraints = constraints_of(phrases, src_len=src_len)
-    found = run(beam(placement=placement), model, src_ids, constraints)
+    found = run(beam(placement=placement), model, src_ids, max_len=12, constraints=constraints)
     for sentence, hyps in zip(phrases, found, strict=True):
         assert len(hyps) == 5
         met = [all(holds(hyp.tokens, p.ids) for p in sentence) for hyp in hyps]
@@ -81,8 +67,8 @@ def test_without_phrases_it_is_plain_beam_search() -> None:
         lengths=torch.zeros(5, 2, dtype=torch.long),
         sources=torch.zeros(5, 2, src_len, dtype=torch.bool),
     )
-    plain = run(beam(), model, src_ids, None)
-    constrained = run(beam(), model, src_ids, none_met)
+    plain = run(beam(), model, src_ids, max_len=12)
+    constrained = run(beam(), model, src_ids, max_len=12, constraints=none_met)
     for expected, got in zip(plain, constrained, strict=True):
         assert [h.tokens for h in got] == [h.tokens for h in expected]
         assert [h.score for h in got] == pytest.approx([h.score for h in expected])
@@ -94,7 +80,7 @@ def test_scores_are_the_models_own() -> None:
     model = tiny_model()
     src_ids = random_ids([6], seed=5)
     constraints = constraints_of([[Phrase(ids=(9, 10))]], src_len=len(src_ids[0]) + 1)
-    ((best, *_),) = run(beam(placement="none"), model, src_ids, constraints)
+    ((best, *_),) = run(beam(placement="none"), model, src_ids, max_len=12, constraints=constraints)
     src, lengths = collate_source(src_ids)
     ((forced, *_),) = beam().search(
         model,
@@ -115,7 +101,7 @@ def test_a_phrase_that_cannot_fit_ends_unmet_at_the_cap() -> None:
     src_ids = random_ids([6, 5], seed=6)
     long = Phrase(ids=(5, 6, 7, 8))
     constraints = constraints_of([[long], []], src_len=max(map(len, src_ids)) + 1)
-    found = run(beam(), model, src_ids, constraints, max_len=3)
+    found = run(beam(), model, src_ids, max_len=3, constraints=constraints)
     assert found[0], "a sentence whose phrases cannot fit still gets translations"
     assert all(len(h.tokens) <= 3 for h in found[0])
     assert found[1]
@@ -130,7 +116,7 @@ def test_other_strategies_refuse_constraints() -> None:
         SamplingSearch(SamplingSearch.Config()),
     ):
         with pytest.raises(ConfigError, match="beam search"):
-            run(strategy, model, src_ids, constraints)
+            run(strategy, model, src_ids, max_len=12, constraints=constraints)
 
 
 def test_unknown_placement_is_refused() -> None:

@@ -18,7 +18,9 @@ from nmtkit.search import BeamSearch, GreedySearch, SamplingSearch
 from tests.unit.test_models import random_ids, tiny_model
 
 
-def run(strategy, model, src_ids, *, max_len=8, with_weights=False, prefixes=None):
+def run(
+    strategy, model, src_ids, *, max_len=8, with_weights=False, prefixes=None, constraints=None
+):
     src, lengths = collate_source(src_ids)
     return strategy.search(
         model,
@@ -30,6 +32,7 @@ def run(strategy, model, src_ids, *, max_len=8, with_weights=False, prefixes=Non
         eos_id=EOS_ID,
         with_weights=with_weights,
         prefix=None if prefixes is None else pad(prefixes),
+        constraints=constraints,
     )
 
 

@@ -14,6 +14,7 @@ an entry whose target equals another matched entry's is applied once.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,12 +127,21 @@ class Glossary:
     def __init__(self, entries: Sequence[Term], src_text: TextPipeline) -> None:
         self.entries = tuple(entries)
         self._keys: list[str] = []
-        for entry in self.entries:
+        # Entries by their first run of letters and digits, which a whole-word match finds as a
+        # whole run in the sentence: a sentence is searched only for the entries it may hold.
+        self._by_anchor: dict[str, list[int]] = {}
+        self._unanchored: list[int] = []
+        for number, entry in enumerate(self.entries):
             assert entry.source is not None, "a glossary entry has a source term"
             key = _spelled(src_text.pieces(entry.source))[0].strip()
             if not key:
                 raise DataError("source term reads as nothing", where=entry.where)
             self._keys.append(key)
+            anchor = next(iter(_runs(key)), None)
+            if anchor is None:
+                self._unanchored.append(number)
+            else:
+                self._by_anchor.setdefault(anchor, []).append(number)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -142,7 +152,11 @@ class Glossary:
         occurrences. A match inside a longer entry's match is not counted."""
         text, owner = _spelled(src_pieces)
         found: list[tuple[int, int, int]] = []  # (entry, first char, end char)
-        for number, key in enumerate(self._keys):
+        maybe = set(self._unanchored)
+        for run in _runs(text):
+            maybe.update(self._by_anchor.get(run, ()))
+        for number in sorted(maybe):
+            key = self._keys[number]
             found.extend((number, start, start + len(key)) for start in _occurrences(key, text))
         found.sort(key=lambda match: (match[1], -match[2]))
         spans: dict[int, list[tuple[int, int]]] = {}
@@ -174,6 +188,11 @@ def _spelled(pieces: Sequence[str]) -> tuple[str, list[int]]:
             chars.append(lowered if len(lowered) == 1 else char)
             owner.append(number)
     return "".join(chars), owner
+
+
+def _runs(text: str) -> list[str]:
+    """The runs of letters and digits of ``text``, in order."""
+    return ["".join(run) for alnum, run in itertools.groupby(text, key=str.isalnum) if alnum]
 
 
 def _occurrences(key: str, text: str) -> Iterator[int]:

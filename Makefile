@@ -52,7 +52,7 @@ bench-quality: install  # 30 min of training (BUDGET=15 for 15), BLEU on test_20
 bench-speed: install    # ~10 min: roofline, training tok/s and memory, translation sent/s
 	$(RUN) benchmarks/speed.sh
 
-bench-peers: install    # ~40 min: nmtkit, fairseq, OpenNMT-py, Joey NMT side by side
+bench-peers: install    # ~50 min: nmtkit, fairseq, Marian, OpenNMT-py, Joey NMT side by side (PEERS="fairseq marian" for two)
 	$(RUN) benchmarks/peers.sh
 
 bench-figure2: install  # ~35 min: RNNencdec vs RNNsearch, BLEU by sentence length

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# nmtkit against Joey NMT, OpenNMT-py and fairseq, side by side in one run (make bench-peers).
+# nmtkit against fairseq, Marian (C++, the pymarian wheel), OpenNMT-py and Joey NMT, side by side
+# in one run (make bench-peers).
 # First nmtkit's own speed benchmark with the same training budget, then each peer's script
 # from ../shared/peers, one at a time (each builds its venv first, unmeasured), then the table
 # of ratios nmtkit/peer in bench-out/peers/peers.json. Run it alone: about 12 minutes per peer
 # with the defaults, plus the venv builds of a first run.
 #   make bench-peers
-#   PEERS="fairseq" PEER_BUDGET=360 TP_TO=400 bash benchmarks/peers.sh
+#   PEERS="fairseq marian" PEER_BUDGET=360 TP_TO=400 bash benchmarks/peers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source benchmarks/data.sh
 OUT=${OUT:-bench-out/peers}
 PEERS_DIR=${PEERS_DIR:-../shared/peers}
-PEERS=${PEERS:-fairseq onmt joey}
+PEERS=${PEERS:-fairseq marian onmt joey}
 PEER_BUDGET=${PEER_BUDGET:-360}   # seconds of training per tool (the peers' README used 900)
 export TP_TO=${TP_TO:-400}         # throughput windows from update 100 to this one
 mkdir -p "$OUT"

@@ -19,6 +19,10 @@ preprocesses it. Every figure is measured in this run, one thing at a time:
   single client, raw text to text: p50 and p90 milliseconds, beam 5 and greedy;
 * streaming: peak RSS of ``nmtkit translate --greedy`` over N and 8N input lines.
 
+``--shortlist on|off`` measures translation and latency with or without the model directory's
+vocabulary shortlist (``translate --shortlist/--no-shortlist``); by default, as ``translate``
+decides.
+
 Output: a table on stderr and everything in ``OUT/speed.json``.
 """
 
@@ -170,12 +174,24 @@ def bleu(hyp_path: Path, ref_path: Path) -> float:
 
 
 def decode_only(
-    model_dir: Path, lines: list[str], *, beam: int, runs: int, precision: str | None
+    model_dir: Path,
+    lines: list[str],
+    *,
+    beam: int,
+    runs: int,
+    precision: str | None,
+    shortlist: bool = False,
 ) -> list[float]:
-    """Seconds of ``decode_sequences`` over the pre-encoded lines, one per run."""
+    """Seconds of ``decode_sequences`` over the pre-encoded lines, one per run; ``shortlist``
+    searches over each batch's shortlist, as ``translate --shortlist`` does."""
     loaded = load_model(model_dir)
     overrides = SearchOverrides(beam=beam)
     strategy = build_strategy(resolve_search(loaded.config.search.strategy, overrides, nbest=1))
+    if shortlist:
+        from nmtkit.shortlist.builder import open_shortlist
+        from nmtkit.shortlist.restricted import ShortlistSearch
+
+        strategy = ShortlistSearch(strategy, open_shortlist(loaded))
     search = loaded.config.search
     options = {}
     if "precision" in inspect.signature(decode_sequences).parameters:  # nmtkit after 731c3c2
@@ -206,8 +222,26 @@ def decode_only(
     return seconds
 
 
+def shortlist_flags(shortlist: str | None) -> list[str]:
+    """``translate``'s flag for ``--shortlist on|off``; none leaves its default."""
+    return {"on": ["--shortlist"], "off": ["--no-shortlist"]}.get(shortlist or "", [])
+
+
+def model_has_shortlist(model_dir: Path) -> bool:
+    from nmtkit.checkpoint import SHORTLIST
+
+    return (model_dir / SHORTLIST).is_file()
+
+
 def translate(
-    model_dir: Path, src: Path, ref: Path, out: Path, *, runs: int, precision: str | None
+    model_dir: Path,
+    src: Path,
+    ref: Path,
+    out: Path,
+    *,
+    runs: int,
+    precision: str | None,
+    shortlist: str | None = None,
 ) -> dict:
     lines = src.read_text("utf-8").splitlines()
     results: dict[str, Any] = {"sentences": len(lines)}
@@ -216,9 +250,13 @@ def translate(
         command = ["nmtkit", "translate", "-m", str(model_dir), "-i", str(src), "-q", *flags]
         if precision:
             command += ["--precision", precision]
+        command += shortlist_flags(shortlist)
         walls = [timed(command, stdout=hyp)["wall_s"] for _ in range(runs)]
         beam = 5 if mode == "beam5" else 1
-        decode = decode_only(model_dir, lines, beam=beam, runs=runs, precision=precision)
+        listed = shortlist == "on" or (shortlist is None and model_has_shortlist(model_dir))
+        decode = decode_only(
+            model_dir, lines, beam=beam, runs=runs, precision=precision, shortlist=listed
+        )
         wall, dec = statistics.median(walls), statistics.median(decode)
         results[mode] = {
             "whole_s": round(wall, 2),
@@ -249,7 +287,14 @@ def streaming(model_dir: Path, src: Path, out: Path, lines: int) -> dict:
     return peaks
 
 
-def latency(model_dir: Path, lines: list[str], *, precision: str | None, words: int = 10) -> dict:
+def latency(
+    model_dir: Path,
+    lines: list[str],
+    *,
+    precision: str | None,
+    words: int = 10,
+    shortlist: str | None = None,
+) -> dict:
     """One sentence at a time, as ``serve`` decodes for one client, in this (warm) process:
     milliseconds per ``words``-word test sentence, ``translate_chunk`` from raw text to text
     (p50, p90), beam 5 and greedy; ten sentences first to warm up, then 50."""
@@ -262,7 +307,8 @@ def latency(model_dir: Path, lines: list[str], *, precision: str | None, words: 
         ("beam5", SearchOverrides(beam=5)),
         ("greedy", SearchOverrides(greedy=True)),
     ):
-        translator = open_translator(model_dir, search=search, precision=precision)
+        options = {} if shortlist is None else {"shortlist": shortlist == "on"}
+        translator = open_translator(model_dir, search=search, precision=precision, **options)
         for line in chosen[:10]:
             translator.translate_chunk([line])
         times = []
@@ -337,6 +383,9 @@ def main() -> None:
     parser.add_argument("--set", dest="sets", action="append", default=[],
                         help="config override for training, e.g. train.threads=1")  # fmt: skip
     parser.add_argument("--precision", help="translate --precision (default: the model's)")
+    parser.add_argument("--shortlist", choices=("on", "off"),
+                        help="translate with or without the model's shortlist "
+                        "(default: as translate decides)")  # fmt: skip
     parser.add_argument("--parts", default="roofline,train,translate,latency,stream")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -352,6 +401,7 @@ def main() -> None:
         "threads": torch.get_num_threads(),
         "overrides": args.sets,
         "precision": args.precision,
+        "shortlist": args.shortlist,
     }
     if "roofline" in parts:
         result["roofline"] = roofline()
@@ -372,10 +422,12 @@ def main() -> None:
     if "translate" in parts:
         result["model"] = str(model)
         result["translate"] = translate(model, src, ref, args.out, runs=args.runs,
-                                        precision=args.precision)  # fmt: skip
+                                        precision=args.precision,
+                                        shortlist=args.shortlist)  # fmt: skip
     if "latency" in parts:
         lines = src.read_text("utf-8").splitlines()
-        result["latency"] = latency(model, lines, precision=args.precision)
+        result["latency"] = latency(model, lines, precision=args.precision,
+                                    shortlist=args.shortlist)  # fmt: skip
     if "stream" in parts and args.stream_lines > 0:
         result["streaming"] = streaming(model, src, args.out, args.stream_lines)
         log(f"streaming: {result['streaming']}")

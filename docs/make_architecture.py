@@ -269,7 +269,7 @@ align       sentence pairs ─Seq2Seq.force_decode─> attention ─merge_to_wor
 | `serving/` | `nmtkit serve`: `Batcher` (dynamic batching on one worker thread, no HTTP), `TranslatorPool` (per-request search settings over the shared model), the FastAPI app and its JSON, the listening socket and the graceful uvicorn server. |
 | `scoring/metrics.py` | sacreBLEU scoring; `scoring/comparison.py`, `significance.py`, `length_buckets.py`, `terms.py`: several systems, paired tests, BLEU by length, term accuracy. |
 | `alignment/` | attention → word alignments (`attention_links.py`, over files `file_alignment.py`; `links.py`), symmetrization, Pharaoh I/O, AER (`gold.py`), heatmaps; `neural/`: the learned aligner of `align --learn`. |
-| `shortlist/` | the vocabulary shortlist, whole: IBM Model 1 (`ibm1.py`), the table and a batch's candidates (`table.py`), a search over the candidates alone (`restricted.py`), `nmtkit shortlist` and `translate --shortlist` (`builder.py`). |
+| `shortlist/` | the vocabulary shortlist, whole: IBM Model 1 (`ibm1.py`), the table and each sentence's candidates (`table.py`), a search over the candidates alone (`restricted.py`), `nmtkit shortlist` and `translate --shortlist` (`builder.py`). |
 
 **Batches.** `batch_by_tokens` sorts sentences by (target, source) length, breaking ties at
 random, and cuts them greedily so that *sentences × (longest side + 1)* stays within

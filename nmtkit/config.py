@@ -109,6 +109,10 @@ class TrainConfig:
     # validation BLEU and stored in the model's config, translate's default; () is off (the
     # default: on Multi30k the validation set's choice did not carry over, docs/quality.md)
     tune_length_penalties: tuple[float, ...] = ()
+    # when training ends, write the vocabulary shortlist (shortlist.npz, IBM Model 1 over the
+    # training pairs, as `nmtkit shortlist` builds it) beside the model, for translate
+    # --shortlist (docs/speed.md)
+    shortlist: bool = True
     threads: int | None = None  # torch intra-op threads (None: torch's default)
     # matrix products: fp32 | bf16 | fp16 (with loss scaling) | auto (bf16 on native-bf16 CPUs
     # and GPUs, fp16 on other CUDA GPUs, else fp32)

@@ -94,7 +94,9 @@ def serve(
     max_len_b: Annotated[int | None, output_cap_option("b")] = None,
     shortlist: Annotated[
         bool,
-        typer.Option(help="Search over each batch's vocabulary shortlist (translate --shortlist)."),
+        typer.Option(
+            help="Search over each sentence's vocabulary shortlist (translate --shortlist)."
+        ),
     ] = False,
     terminology: Annotated[
         str | None,

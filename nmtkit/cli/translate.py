@@ -173,10 +173,10 @@ def translate(
     shortlist: Annotated[
         bool,
         typer.Option(
-            help="Compute the output layer only over the target pieces each batch's source "
-            "pieces can produce, from the model directory's shortlist.npz (nmtkit shortlist); "
-            "a sentence with a piece it lacks gets the whole vocabulary. Scores are then "
-            "normalized over those pieces."
+            help="Search each sentence only over the target pieces its source pieces can "
+            "produce, from the model directory's shortlist.npz (written by nmtkit train, or "
+            "nmtkit shortlist); a sentence with a piece it lacks gets the whole vocabulary. "
+            "Scores are then normalized over those pieces."
         ),
     ] = False,
     chunk_size: Annotated[

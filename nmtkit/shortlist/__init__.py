@@ -6,9 +6,9 @@ The whole feature lives here, one module a layer:
 * :mod:`~nmtkit.shortlist.ibm1`: IBM Model 1, the lexical table t(f|e) it is learned from;
 * :mod:`~nmtkit.shortlist.table`: the :class:`~nmtkit.shortlist.table.Shortlist` itself, each
   source piece's ``top_k`` most probable target pieces and the ``frequent`` most frequent ones
-  (``shortlist.npz``), and a batch's candidates: the union of its source pieces' lists, the
-  frequent pieces, the special ids and the batch's forced prefix words;
-* :mod:`~nmtkit.shortlist.restricted`: a search strategy run over each batch's candidates
+  (``shortlist.npz``), and each sentence's candidates: its source pieces' lists, the
+  frequent pieces, the special ids and its forced prefix words;
+* :mod:`~nmtkit.shortlist.restricted`: a search strategy run over each sentence's candidates
   alone. The search cuts their rows of the output layer W_o once per batch
   (:meth:`nmtkit.models.Seq2Seq.shortlist_rows`) and hands them to every decoder step
   (:meth:`nmtkit.registry.Decoder.shortlist_step`); the search sees candidate i as word i;
@@ -21,10 +21,12 @@ vocabulary, exactly as without a shortlist.
 
 What a shortlist changes besides speed:
 
-* log-probabilities are normalized over the candidates, not the whole vocabulary, so a word's
-  log p is at least its full-softmax log p, and a hypothesis's ``log_prob`` and ``score`` are
-  those of the restricted model: comparable within a batch, not across batches nor with scores
-  found without a shortlist;
-* the candidates are a whole batch's, so a sentence's translation may depend on the sentences
-  that share its batch (``--batch-size``, ``--max-tokens`` and the input order decide them).
+* log-probabilities are normalized over the sentence's candidates, not the whole vocabulary, so
+  a word's log p is at least its full-softmax log p, and a hypothesis's ``log_prob`` and
+  ``score`` are those of the restricted model, not comparable with scores found without a
+  shortlist.
+
+A batch's output layer is cut once to the union of its sentences' candidates; each sentence's
+log p is then normalized over its own, so a sentence translates the same whatever shares its
+batch (up to the rounding of the products, as without a shortlist).
 """

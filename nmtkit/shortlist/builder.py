@@ -88,36 +88,72 @@ def build_shortlist(
             where=str(data_dir),
             hint="give the data dir the model was trained on",
         )
-    table = train_ibm1(
+    shortlist = learn_shortlist(
         TokenDataset(Path(data_dir) / f"train.{src_lang}"),
         TokenDataset(Path(data_dir) / f"train.{tgt_lang}"),
         src_vocab_size=src_text.vocab_size,
         tgt_vocab_size=tgt_text.vocab_size,
+        fingerprint=fingerprint,
+        top_k=top_k,
+        frequent=frequent,
+        iterations=iterations,
+        max_pairs=max_pairs,
+        seed=seed,
+    )
+    path = checkpoint.parent / SHORTLIST
+    shortlist.save(path)
+    offsets = shortlist.offsets
+    num_seen = int((offsets[1:] > offsets[:-1]).sum())
+    return ShortlistSummary(
+        path=path,
+        num_pairs=shortlist.num_pairs,
+        num_seen=num_seen,
+        mean_entries=shortlist.targets.size / max(num_seen, 1),
+        num_frequent=int(shortlist.frequent.size),
+        num_bytes=path.stat().st_size,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def learn_shortlist(
+    src: TokenDataset,
+    tgt: TokenDataset,
+    *,
+    src_vocab_size: int,
+    tgt_vocab_size: int,
+    fingerprint: str,
+    top_k: int = DEFAULT_TOP_K,
+    frequent: int = DEFAULT_FREQUENT,
+    iterations: int = DEFAULT_ITERATIONS,
+    max_pairs: int = DEFAULT_MAX_PAIRS,
+    seed: int = 1,
+) -> Shortlist:
+    """The shortlist of the training pairs (``src[i]``, ``tgt[i]``) for the vocabulary
+    ``fingerprint``: IBM Model 1 (:func:`~nmtkit.shortlist.ibm1.train_ibm1`), each source
+    piece's ``top_k`` most probable target pieces and the ``frequent`` most frequent ones.
+
+    Raises:
+        ConfigError: ``iterations`` or ``max_pairs`` below 1.
+        DataError: the datasets differ in length, or hold no pair with words on both sides.
+    """
+    table = train_ibm1(
+        src,
+        tgt,
+        src_vocab_size=src_vocab_size,
+        tgt_vocab_size=tgt_vocab_size,
         iterations=iterations,
         max_pairs=max_pairs,
         seed=seed,
     )
     offsets, targets = table.best(top_k)
-    shortlist = Shortlist(
+    return Shortlist(
         offsets=offsets,
         targets=targets,
         frequent=table.most_frequent(frequent),
-        tgt_vocab_size=tgt_text.vocab_size,
+        tgt_vocab_size=tgt_vocab_size,
         fingerprint=fingerprint,
         top_k=top_k,
         num_pairs=table.num_pairs,
-    )
-    path = checkpoint.parent / SHORTLIST
-    shortlist.save(path)
-    num_seen = int((offsets[1:] > offsets[:-1]).sum())
-    return ShortlistSummary(
-        path=path,
-        num_pairs=table.num_pairs,
-        num_seen=num_seen,
-        mean_entries=targets.size / max(num_seen, 1),
-        num_frequent=int(shortlist.frequent.size),
-        num_bytes=path.stat().st_size,
-        seconds=time.perf_counter() - start,
     )
 
 

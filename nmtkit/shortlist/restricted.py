@@ -1,10 +1,11 @@
-"""A search strategy restricted to each batch's shortlist candidates (:mod:`nmtkit.shortlist`
+"""A search strategy restricted to each sentence's shortlist candidates (:mod:`nmtkit.shortlist`
 says what that changes in the scores)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from dataclasses import dataclass
 
 import torch
@@ -28,9 +29,9 @@ log = logging.getLogger(__name__)
 
 
 class ShortlistSearch(SearchStrategy):
-    """``strategy`` over each batch's candidates of ``shortlist``: the sentences the table
-    covers over their candidates alone, the others (if any) apart, over the whole vocabulary.
-    Its scores are ``strategy``'s."""
+    """``strategy`` over each sentence's candidates of ``shortlist``: the sentences the table
+    covers over their own candidates alone (the output layer cut once to the union of theirs),
+    the others (if any) apart, over the whole vocabulary. Its scores are ``strategy``'s."""
 
     def __init__(self, strategy: SearchStrategy, shortlist: Shortlist) -> None:
         super().__init__(strategy.config)
@@ -78,20 +79,14 @@ class ShortlistSearch(SearchStrategy):
                 if part.constraints is not None:  # constraint pieces are always candidates
                     phrases = part.constraints.tokens.flatten(1)  # [b, C*L]
                     forced = phrases if forced is None else torch.cat([forced, phrases], dim=1)
-                vocab = self.shortlist.candidates(part.src, prefix=forced, special=special)
-                log.debug(
-                    "shortlist: %d of %d target pieces for %d sentences",
-                    vocab.numel(),
-                    self.shortlist.tgt_vocab_size,
-                    rows.numel(),
-                )
+                allowed = self.shortlist.allowed(part.src, prefix=forced, special=special)
             else:
-                vocab = None
+                allowed = None
                 log.debug("shortlist: %d sentences not covered: whole vocabulary", rows.numel())
             hyps = part.search(
                 self.strategy,
                 model,
-                vocab,
+                allowed,
                 pad_id=pad_id,
                 bos_id=bos_id,
                 eos_id=eos_id,
@@ -117,16 +112,18 @@ class _Part:
         self,
         strategy: SearchStrategy,
         model: Seq2Seq | Ensemble,
-        vocab: Tensor | None,
+        allowed: Tensor | None,
         *,
         pad_id: int,
         bos_id: int,
         eos_id: int,
         with_weights: bool,
     ) -> list[list[Hypothesis]]:
-        """Search over the candidates ``vocab`` [V'] (ascending) in their own numbering, the
-        tokens mapped back to ids, or over the whole vocabulary when ``vocab`` is None."""
-        if vocab is None:
+        """Search each sentence over the target pieces ``allowed`` it [b, V]: over the union of
+        theirs, the candidates, in their own numbering, each sentence's log p normalized over its
+        own, the tokens mapped back to ids; or over the whole vocabulary when ``allowed`` is
+        None."""
+        if allowed is None:
             return strategy.search(
                 model,
                 self.src,
@@ -140,11 +137,19 @@ class _Part:
                 constraints=self.constraints,
             )
 
+        vocab = allowed.any(dim=0).nonzero()[:, 0]  # the candidates, ascending, [V']
+        log.debug(
+            "shortlist: %d of %d target pieces for %d sentences",
+            vocab.numel(),
+            allowed.size(1),
+            allowed.size(0),
+        )
+
         def number(ids: Tensor) -> Tensor:  # id -> its place among the candidates
             return torch.searchsorted(vocab, ids)
 
         found = strategy.search(
-            _Restricted(model, model.shortlist_rows(vocab)),
+            _Restricted(model, model.shortlist_rows(vocab), allowed[:, vocab]),
             self.src,
             self.lengths,
             max_lengths=self.max_lengths,
@@ -176,17 +181,63 @@ def _renumber(constraints: Constraints, vocab: Tensor) -> Constraints:
 @dataclass(frozen=True, slots=True)
 class _Restricted:
     """``model`` as a search sees it under a shortlist: its words are the candidates
-    ``rows.ids`` [V'], word i being ``rows.ids[i]``, whose output rows were cut once."""
+    ``rows.ids`` [V'], word i being ``rows.ids[i]``, whose output rows were cut once; sentence
+    b may produce those ``allowed[b]`` [b, V'] it, and its log p is normalized over them."""
 
     model: Seq2Seq | Ensemble
     rows: ShortlistRows
+    allowed: Tensor
 
     def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
         return self.model.encode(src, lengths)
 
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
-        return self.model.init_state(encoder_out)
+        return _SentenceCandidates.of(self.model.init_state(encoder_out), self.allowed)
 
     def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
-        """One step from candidate numbers [N]: log p over the candidates, [N, V']."""
-        return self.model.decode_step(self.rows.ids[prev_tokens], state, shortlist=self.rows)
+        """One step from candidate numbers [N]: log p over the candidates, [N, V'], -inf at
+        those that the row's sentence may not produce."""
+        assert isinstance(state, _SentenceCandidates), "decode from what init_state returned"
+        step = self.model.decode_step(self.rows.ids[prev_tokens], state.inner, shortlist=self.rows)
+        # log p over the batch's candidates renormalized over the sentence's own is the
+        # softmax over the sentence's own: the sentence's translation is the same in any batch.
+        log_probs = step.log_probs.masked_fill(~state.allowed, -math.inf).log_softmax(dim=-1)
+        return StepOutput(
+            log_probs=log_probs,
+            state=_SentenceCandidates.of(step.state, state.allowed),
+            weights=step.weights,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _SentenceCandidates(DecoderState):
+    """The model's decoder state ``inner``, its rows carrying which candidates their sentence
+    may produce, ``allowed`` [N, V'] bool; what a search reads of a state is ``inner``'s."""
+
+    inner: DecoderState
+    allowed: Tensor
+
+    @classmethod
+    def of(cls, inner: DecoderState, allowed: Tensor) -> _SentenceCandidates:
+        return cls(
+            hidden=inner.hidden,
+            annotations=inner.annotations,
+            keys=inner.keys,
+            pad_mask=inner.pad_mask,
+            prev_weights=inner.prev_weights,
+            coverage=inner.coverage,
+            inner=inner,
+            allowed=allowed,
+        )
+
+    def advance(self, hidden: Tensor, weights: Tensor) -> DecoderState:
+        """Not defined: the model advances ``inner`` in its own step (:class:`_Restricted`)."""
+        raise TypeError("a shortlist's state advances in _Restricted.decode_step")
+
+    def reorder(self, rows: Tensor) -> _SentenceCandidates:
+        """``inner`` re-ordered within each sentence; the sentences' candidates stay."""
+        return _SentenceCandidates.of(self.inner.reorder(rows), self.allowed)
+
+    def select(self, index: Tensor) -> _SentenceCandidates:
+        """Keep (and repeat) the rows in ``index`` [B'], candidates with them."""
+        return _SentenceCandidates.of(self.inner.select(index), self.allowed.index_select(0, index))

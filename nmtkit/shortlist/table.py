@@ -1,5 +1,5 @@
 """The shortlist table (``shortlist.npz``): each source piece's most probable target pieces
-and the most frequent target pieces; which sentences it covers, and a batch's candidates."""
+and the most frequent target pieces; which sentences it covers, and each sentence's candidates."""
 
 from __future__ import annotations
 
@@ -124,23 +124,35 @@ class Shortlist:
         seen[list(special)] = True
         return torch.from_numpy(seen[ids].all(axis=1)).to(src.device)
 
-    def candidates(
+    def allowed(
         self, src: Tensor, *, prefix: Tensor | None = None, special: tuple[int, ...] = SPECIAL_IDS
     ) -> Tensor:
-        """The target pieces sentences ``src`` [B, S] may produce, ascending, [V'] (on
-        ``src``'s device): their source pieces' entries (special ids ignored; a piece with none
-        adds none), the frequent pieces, ``special``, and the words of ``prefix`` [B, P]."""
-        ids = torch.unique(src).cpu().numpy()
-        ids = ids[(ids < self.offsets.size - 1) & ~np.isin(ids, special)]
-        starts = self.offsets[ids]
-        lengths = self.offsets[ids + 1] - starts
+        """The target pieces each sentence of ``src`` [B, S] may produce: [B, V] bool, on
+        ``src``'s device. A sentence's are its own source pieces' entries (special ids ignored;
+        a piece with none adds none), the frequent pieces, ``special``, and the words of its row
+        of ``prefix`` [B, P]."""
+        ids = src.cpu().numpy()
+        rows = np.repeat(np.arange(ids.shape[0]), ids.shape[1])  # the sentence of each piece
+        pieces = ids.reshape(-1)
+        listed = (pieces < self.offsets.size - 1) & ~np.isin(pieces, special)
+        rows, pieces = rows[listed], pieces[listed]
+        starts = self.offsets[pieces]
+        lengths = self.offsets[pieces + 1] - starts
         # The entries of every source piece, back to back: its start plus its rank in it.
         firsts = np.cumsum(lengths) - lengths
         entries = np.repeat(starts - firsts, lengths) + np.arange(int(lengths.sum()))
-        keep = np.zeros(self.tgt_vocab_size, dtype=bool)
-        keep[self.targets[entries]] = True
-        keep[self.frequent] = True
-        keep[list(special)] = True
+        keep = np.zeros((ids.shape[0], self.tgt_vocab_size), dtype=bool)
+        keep[np.repeat(rows, lengths), self.targets[entries]] = True
+        keep[:, self.frequent] = True
+        keep[:, list(special)] = True
         if prefix is not None:
-            keep[prefix.cpu().numpy().reshape(-1)] = True
-        return torch.from_numpy(np.flatnonzero(keep)).to(src.device)
+            words = prefix.cpu().numpy()
+            keep[np.arange(words.shape[0])[:, None], words] = True
+        return torch.from_numpy(keep).to(src.device)
+
+    def candidates(
+        self, src: Tensor, *, prefix: Tensor | None = None, special: tuple[int, ...] = SPECIAL_IDS
+    ) -> Tensor:
+        """The target pieces that some sentence of ``src`` [B, S] may produce (:meth:`allowed`),
+        ascending, [V'] (on ``src``'s device)."""
+        return self.allowed(src, prefix=prefix, special=special).any(dim=0).nonzero()[:, 0]

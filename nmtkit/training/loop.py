@@ -13,11 +13,12 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from nmtkit.checkpoint import BEST
+from nmtkit.checkpoint import BEST, SHORTLIST
 from nmtkit.config import Config
-from nmtkit.errors import Interrupted
+from nmtkit.errors import DataError, Interrupted
 from nmtkit.models import Seq2Seq
 from nmtkit.runtime import describe_device, resolve_precision
+from nmtkit.shortlist.builder import learn_shortlist
 from nmtkit.training import train_state
 from nmtkit.training.data import Epochs, TrainingData
 from nmtkit.training.distributed import Distributed
@@ -113,6 +114,8 @@ class TrainingLoop:
             self.dist.barrier()
             if self.dist.is_main and self.data.valid is not None and tunes_search(self.config):
                 self._tune_search()
+            if self.dist.is_main and self.config.train.shortlist:
+                self._write_shortlist()
         log.info(
             "stopped: %s; best val_bleu=%s at step=%s",
             reason,
@@ -248,6 +251,30 @@ class TrainingLoop:
                 "p_value": tuned.p_value,
                 "seconds": round(tuned.seconds, 1),
             }
+        )
+
+    def _write_shortlist(self) -> None:
+        """Learn the vocabulary shortlist from the training pairs and write it beside the
+        checkpoints, where ``translate --shortlist`` finds it (:mod:`nmtkit.shortlist`)."""
+        start = time.monotonic()
+        data = self.data
+        try:
+            shortlist = learn_shortlist(
+                data.train.src,
+                data.train.tgt,
+                src_vocab_size=data.src_text.vocab_size,
+                tgt_vocab_size=data.tgt_text.vocab_size,
+                fingerprint=data.vocab.fingerprint,
+                seed=self.config.train.seed,
+            )
+            shortlist.save(self.model_dir / SHORTLIST)
+        except DataError as exc:  # the model is saved: translate goes on without a shortlist
+            log.warning("no %s written: %s", SHORTLIST, exc)
+            return
+        log.info(
+            "wrote %s in %.1f s (for translate --shortlist)",
+            self.model_dir / SHORTLIST,
+            time.monotonic() - start,
         )
 
     def _save_and_abort(self) -> NoReturn:

@@ -13,7 +13,7 @@ import pytest
 from nmtkit.checkpoint import SHORTLIST, load_model
 from nmtkit.data.batching import collate_source
 from nmtkit.shortlist.table import Shortlist
-from tests.cli.runs import Invoke, Run
+from tests.cli.runs import Invoke, Run, translate_jsonl
 from tests.cli.test_cli import out_lines, stdin_of
 from tests.cli.test_cli_errors import assert_user_error
 
@@ -42,6 +42,39 @@ def test_shortlist_writes_the_file_into_the_model_directory(listed: Run) -> None
     assert (listed.path / SHORTLIST).is_file()
     assert listed.result.stdout == ""
     assert "wrote" in listed.result.stderr and "training pairs" in listed.result.stderr
+
+
+def test_training_leaves_the_shortlist_that_nmtkit_shortlist_builds(
+    cli: Invoke, preprocessed: Run, model_dir: Path, tmp_path: Path
+) -> None:
+    """``nmtkit train`` ends by writing shortlist.npz (train.shortlist, on by default): the
+    same table as ``nmtkit shortlist`` with its defaults builds from the same data dir."""
+    folder = fresh_model_dir(model_dir, tmp_path / "model")
+    result = cli(["shortlist", str(preprocessed.path), "-m", str(folder)])
+    assert result.exit_code == 0, result.output
+    fingerprint = _fingerprint(model_dir)
+    trained, built = (
+        Shortlist.load(d / SHORTLIST, fingerprint=fingerprint) for d in (model_dir, folder)
+    )
+    for field in ("offsets", "targets", "frequent"):
+        np.testing.assert_array_equal(getattr(trained, field), getattr(built, field))
+    assert (trained.top_k, trained.num_pairs) == (built.top_k, built.num_pairs)
+
+
+def test_a_line_translates_the_same_under_the_shortlist_alone_and_in_a_batch(
+    cli: Invoke, listed: Run, val_pairs: tuple[list[str], list[str]]
+) -> None:
+    """Each sentence is searched over its own candidates, so what shares its batch changes
+    neither its words nor its score (as ``serve`` needs, whose batches are its clients'). In
+    fp32: bf16 products round differently as the batch's candidates change the output layer's
+    shape, as batch sizes do without a shortlist."""
+    lines = val_pairs[0][:12]
+    flags = ("--beam", "3", "--shortlist", "--precision", "fp32")
+    together = translate_jsonl(cli, listed.path, lines, *flags)
+    for index in (0, 5, 11):
+        (alone,) = translate_jsonl(cli, listed.path, [lines[index]], *flags)
+        assert alone["hyp"] == together[index]["hyp"]
+        assert alone["score"] == pytest.approx(together[index]["score"], abs=1e-4)
 
 
 def test_translate_with_the_shortlist_writes_one_line_per_input_line(
@@ -113,7 +146,7 @@ def test_the_built_shortlist_keeps_at_most_top_k_targets_per_source_piece(listed
 def test_constraint_pieces_are_always_candidates_of_the_shortlist(
     cli: Invoke, listed: Run, val_pairs: tuple[list[str], list[str]], tmp_path: Path
 ) -> None:
-    """A constraint's pieces join each batch's candidates, even where no source piece of the
+    """A constraint's pieces join its sentence's candidates, even where no source piece of the
     batch lists them."""
     table = Shortlist.load(listed.path / SHORTLIST, fingerprint=_fingerprint(listed.path))
     loaded = load_model(listed.path)

@@ -168,6 +168,7 @@ def test_only_rank_0_writes(two_ranks: tuple[Path, Path]) -> None:
         "config.yaml",
         "last.pt",
         "metrics.jsonl",
+        "shortlist.npz",
         "train.log",
         "train_state.prev.pt",
         "train_state.pt",

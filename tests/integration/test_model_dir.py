@@ -11,6 +11,7 @@ import pytest
 import torch
 from typer.testing import Result
 
+from nmtkit.checkpoint import SHORTLIST
 from tests.cli.runs import invoke
 from tests.toy_corpora import preprocess_toy, reverse_pairs
 
@@ -95,6 +96,18 @@ def test_resuming_a_run_that_reached_max_updates_goes_on_only_past_a_raised_limi
     more = train(toy_data, model_dir, "--max-updates", "5", "--resume")
     assert more.exit_code == 0, more.output
     assert steps(model_dir) == [1, 2, 3, 4, 5]
+
+
+def test_training_writes_the_shortlist_unless_told_not_to(toy_data: Path, tmp_path: Path) -> None:
+    """A finished run leaves shortlist.npz beside its checkpoints (for translate --shortlist);
+    train.shortlist=false leaves none."""
+    with_it, without = tmp_path / "with", tmp_path / "without"
+    assert train(toy_data, with_it, "--max-updates", "2").exit_code == 0
+    off = train(toy_data, without, "--max-updates", "2", "--set", "train.shortlist=false")
+    assert off.exit_code == 0, off.output
+    assert (with_it / SHORTLIST).is_file()
+    assert not (without / SHORTLIST).exists()
+    assert (without / "best.pt").is_file()
 
 
 @pytest.mark.parametrize("kept", ["best.pt", "last.pt"])

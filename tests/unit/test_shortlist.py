@@ -87,12 +87,24 @@ def test_a_shortlist_of_every_word_finds_what_the_full_search_finds(make, with_p
 
 
 @pytest.mark.parametrize("make", STRATEGIES)
-def test_shortlisted_outputs_use_only_the_batch_candidates(make) -> None:
+def test_shortlisted_outputs_use_only_their_sentences_candidates(make) -> None:
     src = [[5, 6, 5], [9, 12], [12, 5, 6, 9]]
-    allowed = narrow().candidates(collate_source(src)[0]).tolist()
-    assert allowed == [*SPECIAL_IDS, 4, 5, 6, 7, 9, 10, 12, 13]
-    for hyps in search(make(), src, using=narrow()):
-        assert all(set(h.tokens) <= set(allowed) for h in hyps)
+    allowed = narrow().allowed(collate_source(src)[0])  # [3, V]
+    own = [set(row.nonzero()[:, 0].tolist()) for row in allowed]
+    assert own[1] == {*SPECIAL_IDS, 4, 9, 10, 12, 13}
+    assert narrow().candidates(collate_source(src)[0]).tolist() == sorted(set.union(*own))
+    for hyps, candidates in zip(search(make(), src, using=narrow()), own, strict=True):
+        assert all(set(h.tokens) <= candidates for h in hyps)
+
+
+@pytest.mark.parametrize("make", STRATEGIES[:2])
+def test_a_sentence_translates_the_same_alone_and_in_any_batch(make) -> None:
+    src = random_ids([5, 9, 3, 7, 6], seed=2)
+    together = search(make(), src, using=narrow())
+    for sentence, found in zip(src, together, strict=True):
+        alone = search(make(), [sentence], using=narrow())[0]
+        assert [h.tokens for h in found] == [h.tokens for h in alone]
+        assert [h.log_prob for h in found] == pytest.approx([h.log_prob for h in alone], abs=1e-5)
 
 
 def test_log_prob_under_a_shortlist_is_normalized_over_the_candidates() -> None:
@@ -103,6 +115,7 @@ def test_log_prob_under_a_shortlist_is_normalized_over_the_candidates() -> None:
     with torch.no_grad():
         logits, _ = sharp_model()(batch)  # [T+1, V]
     targets = batch.tgt_out[0]
+    assert vocab.tolist() == narrow().allowed(collate_source(src)[0])[0].nonzero()[:, 0].tolist()
     within = logits[:, vocab].log_softmax(-1)  # [T+1, V']
     restricted = within.gather(1, torch.searchsorted(vocab, targets)[:, None]).sum()
     everywhere = logits.log_softmax(-1).gather(1, targets[:, None]).sum()
@@ -135,6 +148,9 @@ def test_candidates_are_the_entries_the_frequent_words_the_special_ids_and_the_p
     prefix = pad([[], [12]])
     found = narrow().candidates(src, prefix=prefix).tolist()
     assert found == sorted({*SPECIAL_IDS, 4, 5, 7, 8, 12})
+    allowed = narrow().allowed(src, prefix=prefix)
+    assert allowed[0].nonzero()[:, 0].tolist() == sorted({*SPECIAL_IDS, 4, 5, 7, 8})
+    assert allowed[1].nonzero()[:, 0].tolist() == sorted({*SPECIAL_IDS, 4, 7, 8, 12})
 
 
 def test_a_saved_shortlist_loads_back_unchanged(tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ preprocesses it. Every figure is measured in this run, one thing at a time:
 * streaming: peak RSS of ``nmtkit translate --greedy`` over N and 8N input lines.
 
 ``--shortlist on|off`` measures translation and latency with or without the model directory's
-vocabulary shortlist (``translate --shortlist/--no-shortlist``); by default, as ``translate``
-decides.
+vocabulary shortlist (``translate --shortlist/--no-shortlist``); by default without it, as
+``translate``.
 
 Output: a table on stderr and everything in ``OUT/speed.json``.
 """
@@ -183,7 +183,7 @@ def decode_only(
     shortlist: bool = False,
 ) -> list[float]:
     """Seconds of ``decode_sequences`` over the pre-encoded lines, one per run; ``shortlist``
-    searches over each batch's shortlist, as ``translate --shortlist`` does."""
+    searches each sentence over its shortlist candidates, as ``translate --shortlist`` does."""
     loaded = load_model(model_dir)
     overrides = SearchOverrides(beam=beam)
     strategy = build_strategy(resolve_search(loaded.config.search.strategy, overrides, nbest=1))
@@ -227,12 +227,6 @@ def shortlist_flags(shortlist: str | None) -> list[str]:
     return {"on": ["--shortlist"], "off": ["--no-shortlist"]}.get(shortlist or "", [])
 
 
-def model_has_shortlist(model_dir: Path) -> bool:
-    from nmtkit.checkpoint import SHORTLIST
-
-    return (model_dir / SHORTLIST).is_file()
-
-
 def translate(
     model_dir: Path,
     src: Path,
@@ -253,9 +247,8 @@ def translate(
         command += shortlist_flags(shortlist)
         walls = [timed(command, stdout=hyp)["wall_s"] for _ in range(runs)]
         beam = 5 if mode == "beam5" else 1
-        listed = shortlist == "on" or (shortlist is None and model_has_shortlist(model_dir))
         decode = decode_only(
-            model_dir, lines, beam=beam, runs=runs, precision=precision, shortlist=listed
+            model_dir, lines, beam=beam, runs=runs, precision=precision, shortlist=shortlist == "on"
         )
         wall, dec = statistics.median(walls), statistics.median(decode)
         results[mode] = {
@@ -385,7 +378,7 @@ def main() -> None:
     parser.add_argument("--precision", help="translate --precision (default: the model's)")
     parser.add_argument("--shortlist", choices=("on", "off"),
                         help="translate with or without the model's shortlist "
-                        "(default: as translate decides)")  # fmt: skip
+                        "(default: off, as translate)")  # fmt: skip
     parser.add_argument("--parts", default="roofline,train,translate,latency,stream")
     args = parser.parse_args()
     parts = set(args.parts.split(","))

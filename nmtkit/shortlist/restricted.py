@@ -148,8 +148,10 @@ class _Part:
         def number(ids: Tensor) -> Tensor:  # id -> its place among the candidates
             return torch.searchsorted(vocab, ids)
 
+        own = allowed[:, vocab]  # [b, V']; all True for one sentence: nothing to mask
+
         found = strategy.search(
-            _Restricted(model, model.shortlist_rows(vocab), allowed[:, vocab]),
+            _Restricted(model, model.shortlist_rows(vocab), None if bool(own.all()) else own),
             self.src,
             self.lengths,
             max_lengths=self.max_lengths,
@@ -182,22 +184,25 @@ def _renumber(constraints: Constraints, vocab: Tensor) -> Constraints:
 class _Restricted:
     """``model`` as a search sees it under a shortlist: its words are the candidates
     ``rows.ids`` [V'], word i being ``rows.ids[i]``, whose output rows were cut once; sentence
-    b may produce those ``allowed[b]`` [b, V'] it, and its log p is normalized over them."""
+    b may produce those ``allowed[b]`` [b, V'] it, and its log p is normalized over them (None:
+    every sentence may produce every candidate)."""
 
     model: Seq2Seq | Ensemble
     rows: ShortlistRows
-    allowed: Tensor
+    allowed: Tensor | None
 
     def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
         return self.model.encode(src, lengths)
 
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
-        return _SentenceCandidates.of(self.model.init_state(encoder_out), self.allowed)
+        state = self.model.init_state(encoder_out)
+        return state if self.allowed is None else _SentenceCandidates.of(state, self.allowed)
 
     def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> StepOutput:
         """One step from candidate numbers [N]: log p over the candidates, [N, V'], -inf at
         those that the row's sentence may not produce."""
-        assert isinstance(state, _SentenceCandidates), "decode from what init_state returned"
+        if not isinstance(state, _SentenceCandidates):  # no sentence's candidates to mask
+            return self.model.decode_step(self.rows.ids[prev_tokens], state, shortlist=self.rows)
         step = self.model.decode_step(self.rows.ids[prev_tokens], state.inner, shortlist=self.rows)
         # log p over the batch's candidates renormalized over the sentence's own is the
         # softmax over the sentence's own: the sentence's translation is the same in any batch.

@@ -181,9 +181,11 @@ def decode_only(
     runs: int,
     precision: str | None,
     shortlist: bool = False,
+    workers: int | None = None,
 ) -> list[float]:
     """Seconds of ``decode_sequences`` over the pre-encoded lines, one per run; ``shortlist``
-    searches each sentence over its shortlist candidates, as ``translate --shortlist`` does."""
+    searches each sentence over its shortlist candidates, as ``translate --shortlist`` does,
+    and ``workers`` batches side by side, as ``translate --workers``."""
     loaded = load_model(model_dir)
     overrides = SearchOverrides(beam=beam)
     strategy = build_strategy(resolve_search(loaded.config.search.strategy, overrides, nbest=1))
@@ -205,6 +207,8 @@ def decode_only(
 
             if options["precision"] in DTYPES:
                 cast_linear_weights(loaded.model, DTYPES[options["precision"]])
+    if workers is not None:  # nmtkit since 2026-12-06
+        options["workers"] = workers
     ids = [loaded.src_text.encode(line) for line in lines]
     seconds = []
     for _ in range(runs):
@@ -236,6 +240,7 @@ def translate(
     runs: int,
     precision: str | None,
     shortlist: str | None = None,
+    workers: int | None = None,
 ) -> dict:
     lines = src.read_text("utf-8").splitlines()
     results: dict[str, Any] = {"sentences": len(lines)}
@@ -245,10 +250,18 @@ def translate(
         if precision:
             command += ["--precision", precision]
         command += shortlist_flags(shortlist)
+        if workers is not None:
+            command += ["--workers", str(workers)]
         walls = [timed(command, stdout=hyp)["wall_s"] for _ in range(runs)]
         beam = 5 if mode == "beam5" else 1
         decode = decode_only(
-            model_dir, lines, beam=beam, runs=runs, precision=precision, shortlist=shortlist == "on"
+            model_dir,
+            lines,
+            beam=beam,
+            runs=runs,
+            precision=precision,
+            shortlist=shortlist == "on",
+            workers=workers,
         )
         wall, dec = statistics.median(walls), statistics.median(decode)
         results[mode] = {
@@ -379,6 +392,8 @@ def main() -> None:
     parser.add_argument("--shortlist", choices=("on", "off"),
                         help="translate with or without the model's shortlist "
                         "(default: off, as translate)")  # fmt: skip
+    parser.add_argument("--workers", type=int,
+                        help="translate --workers (default: translate's)")  # fmt: skip
     parser.add_argument("--parts", default="roofline,train,translate,latency,stream")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -395,6 +410,7 @@ def main() -> None:
         "overrides": args.sets,
         "precision": args.precision,
         "shortlist": args.shortlist,
+        "workers": args.workers,
     }
     if "roofline" in parts:
         result["roofline"] = roofline()
@@ -416,7 +432,8 @@ def main() -> None:
         result["model"] = str(model)
         result["translate"] = translate(model, src, ref, args.out, runs=args.runs,
                                         precision=args.precision,
-                                        shortlist=args.shortlist)  # fmt: skip
+                                        shortlist=args.shortlist,
+                                        workers=args.workers)  # fmt: skip
     if "latency" in parts:
         lines = src.read_text("utf-8").splitlines()
         result["latency"] = latency(model, lines, precision=args.precision,

@@ -77,7 +77,9 @@ class ModelConfig:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainConfig:
     seed: int = 1
-    max_tokens: int = 2000  # batch budget: sentences x (longest side + EOS), padding included
+    # Batch budget: sentences x (longest side + EOS), padding included. 1200 rather than 2000:
+    # more, smaller updates in a time budget, +0.45 val BLEU (beam 5, 2 seeds) at 15 minutes.
+    max_tokens: int = 1200
     max_sentences: int | None = None  # at most this many sentences a batch (None: no limit)
     max_epochs: int | None = None
     max_updates: int | None = None

@@ -27,6 +27,7 @@ from nmtkit.cli.defaults import default, default_tag
 
 BEAM = "search/beam.py:BeamSearch.Config"
 SAMPLING = "search/sampling.py:SamplingSearch.Config"
+_WORKERS = default_tag("search/side_by_side.py", "DEFAULT_WORKERS", note=", 1 with one thread")
 _EARLY_STOP = "--early-stop" if default(BEAM, "early_stopping") else "--no-early-stop"
 
 
@@ -196,6 +197,15 @@ def translate(
     ] = None,
     device: Device = "cpu",
     threads: Threads = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Batches searched side by side, each by its own thread with its share of "
+            "--threads (as Marian's --cpu-threads); the translations are the same for any "
+            f"number {_WORKERS}.",
+        ),
+    ] = None,
     precision: Precision = None,
     verbose: Verbose = 0,
     quiet: Quiet = False,
@@ -243,6 +253,7 @@ def translate(
         split_sentences=split_sentences,
         shortlist=shortlist,
         terminology=glossary,
+        workers=workers,
     )
     with open_translation_writer(output, output_format) as write:
         for item in translator.translate_stream(

@@ -19,6 +19,7 @@ from nmtkit.runtime import autocast
 from nmtkit.search.constrained import Phrase, constraints_of
 from nmtkit.search.ensemble import Ensemble
 from nmtkit.search.length_policy import DEFAULT_MAX_TOKENS, LengthPolicy
+from nmtkit.search.side_by_side import run_side_by_side
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ def decode_sequences(
     constraints: Sequence[Sequence[Phrase]] | None = None,
     continues_word: torch.Tensor | None = None,
     precision: str = "fp32",
+    workers: int = 1,
 ) -> list[list[Hypothesis]]:
     """Search every id sequence, batching by length; results come back in input order.
 
@@ -72,14 +74,18 @@ def decode_sequences(
     follow a phrase (:attr:`~nmtkit.registry.Constraints.continues_word`).
 
     ``model`` is one model or an :class:`~nmtkit.search.ensemble.Ensemble` of several.
+
+    ``workers`` above 1 searches that many batches at a time, side by side
+    (:func:`~nmtkit.search.side_by_side.run_side_by_side`); the hypotheses are the same.
     """
     policy = LengthPolicy(max_source_len=0, max_tokens=max_tokens)
     batches = policy.batches([len(s) for s in sequences], max_sentences=batch_size)
     results: list[list[Hypothesis]] = [[] for _ in sequences]
     model.eval()
     device = next(model.parameters()).device
-    with torch.inference_mode(), autocast(precision, device):
-        for chunk in batches:
+
+    def search(chunk: list[int]) -> None:
+        with torch.inference_mode(), autocast(precision, device):  # thread-local: per worker
             src, lengths = collate_source([sequences[i] for i in chunk])
             src, lengths = src.to(device), lengths.to(device)
             caps = max_lengths(lengths, a=max_len_a, b=max_len_b)  # [b]
@@ -107,6 +113,10 @@ def decode_sequences(
                 prefix=prefix,
                 constraints=batch_constraints,
             )
-            for i, hyps in zip(chunk, found, strict=True):
-                results[i] = hyps
+        for i, hyps in zip(chunk, found, strict=True):
+            results[i] = hyps
+
+    # Longest batches first, so that a worker is not left with a long one at the end.
+    order = sorted(batches, key=lambda chunk: -max(len(sequences[i]) for i in chunk))
+    run_side_by_side(order if workers > 1 else batches, search, workers=workers)
     return results

@@ -46,6 +46,7 @@ def open_translator(
     split_sentences: bool = False,
     shortlist: bool = False,
     terminology: Sequence[Term] = (),
+    workers: int | None = None,
 ) -> Translator:
     """Load a model and set up its translator; None keeps the model's own search settings.
 
@@ -55,21 +56,23 @@ def open_translator(
 
     ``shortlist`` restricts the output words to the vocabulary shortlist in the (first) model's
     directory (:func:`nmtkit.shortlist.builder.open_shortlist`). ``terminology`` is a glossary
-    every translation follows (``terminology`` of :class:`Translator`).
+    every translation follows (``terminology`` of :class:`Translator`). ``workers`` batches
+    are searched side by side, sharing ``threads`` (``workers`` of :class:`Translator`; None:
+    its default).
 
     Raises:
         CheckpointError: a path holds no usable checkpoint.
         DataError: ``shortlist`` and the model's directory has no usable shortlist for it.
         ConfigError: no model path, models of different vocabularies, ``nbest`` above the
             beam size or number of samples (or above 1 with ``split_sentences``), a batch size
-            below 1, a negative output cap, or search overrides that conflict or are out of
-            range (:func:`resolve_search`), or ``terminology`` with a search other than beam
-            search of a beam of 2 or more.
+            or a number of workers below 1, a negative output cap, or search overrides that
+            conflict or are out of range (:func:`resolve_search`), or ``terminology`` with a
+            search other than beam search of a beam of 2 or more.
     """
     paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
     if not paths:
         raise ConfigError("no model to translate with", hint="give one with --model")
-    check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
+    check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b, workers=workers)
     check_splitting(split_sentences=split_sentences, nbest=nbest)  # before the model loads
     if threads:
         torch.set_num_threads(threads)
@@ -101,6 +104,7 @@ def open_translator(
         shortlist=open_shortlist(loaded) if shortlist else None,
         ensemble_with=others,
         terminology=terminology,
+        workers=workers,
     )
     if others:
         names = ", ".join(str(member.path) for member in translator.members)

@@ -13,14 +13,19 @@ def check_options(
     max_len_b: int | None = None,
     chunk_size: int | None = None,
     flush_ms: float | None = None,
+    workers: int | None = None,
 ) -> None:
     """Reject translation options out of range (None: not given), naming their flags.
 
     Raises:
-        ConfigError: a batch or chunk size below 1, or a negative ``max_len_a``, ``max_len_b``
-            or ``flush_ms``.
+        ConfigError: a batch or chunk size or a number of workers below 1, or a negative
+            ``max_len_a``, ``max_len_b`` or ``flush_ms``.
     """
-    for flag, value in (("--batch-size", batch_size), ("--chunk-size", chunk_size)):
+    for flag, value in (
+        ("--batch-size", batch_size),
+        ("--chunk-size", chunk_size),
+        ("--workers", workers),
+    ):
         if value is not None and value < 1:
             raise ConfigError(f"{flag} must be at least 1, got {value}")
     for flag, bound in (

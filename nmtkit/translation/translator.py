@@ -32,6 +32,7 @@ from nmtkit.search.beam import BeamSearch
 from nmtkit.search.decode import build_strategy, decode_sequences, output_cap
 from nmtkit.search.ensemble import Ensemble, check_vocabularies
 from nmtkit.search.length_policy import LengthPolicy
+from nmtkit.search.side_by_side import default_workers
 from nmtkit.shortlist.restricted import ShortlistSearch
 from nmtkit.shortlist.table import Shortlist
 from nmtkit.terminology.glossary import Glossary, Term, read_constraints
@@ -96,6 +97,10 @@ class Translator:
             attention is their mean (:mod:`nmtkit.search.ensemble`). The text pipelines and
             the search settings are ``loaded``'s; the precision applies to every model. With
             none, ``loaded``'s model is searched as it is.
+        workers: batches searched side by side, each by its own thread with its share of
+            torch's intra-op threads (:mod:`nmtkit.search.side_by_side`); the translations are
+            the same for any number. None: :func:`~nmtkit.search.side_by_side.default_workers`
+            (2 on a CPU, 1 with one thread or on a GPU), resolved at each search.
         terminology: glossary entries (:func:`~nmtkit.terminology.glossary.read_glossary`):
             every sentence whose source holds an entry's source term must use its target term
             (:mod:`nmtkit.terminology.glossary` says how terms match, and
@@ -103,10 +108,10 @@ class Translator:
             beam search.
 
     Raises:
-        ConfigError: a batch size below 1 or a negative output cap (:func:`check_options`),
-            ``nbest`` above 1 with ``split_sentences`` (:func:`check_splitting`), an unknown
-            precision, ``int8`` without torchao, or an ensemble model whose vocabulary is not
-            ``loaded``'s.
+        ConfigError: a batch size or a number of workers below 1, a negative output cap
+            (:func:`check_options`), ``nbest`` above 1 with ``split_sentences``
+            (:func:`check_splitting`), an unknown precision, ``int8`` without torchao, or an
+            ensemble model whose vocabulary is not ``loaded``'s.
     """
 
     def __init__(
@@ -125,8 +130,12 @@ class Translator:
         shortlist: Shortlist | None = None,
         ensemble_with: Sequence[LoadedModel] = (),
         terminology: Sequence[Term] = (),
+        workers: int | None = None,
     ) -> None:
-        check_options(batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b)
+        check_options(
+            batch_size=batch_size, max_len_a=max_len_a, max_len_b=max_len_b, workers=workers
+        )
+        self.workers = workers
         check_splitting(split_sentences=split_sentences, nbest=nbest)
         self.members = (loaded, *ensemble_with)
         # One model is searched unwrapped: an ensemble of one would only cost time.
@@ -153,7 +162,7 @@ class Translator:
             )
         self.with_alignment = with_alignment and not unaligned
         self.lengths = lengths or LengthPolicy()
-        device = next(loaded.model.parameters()).device
+        device = self.device = next(loaded.model.parameters()).device
         self.precision = resolve_precision(precision or search.precision, device)
         if self.precision == "int8":
             for member in self.members:
@@ -428,6 +437,7 @@ class Translator:
             constraints=constraints,
             continues_word=None if constraints is None else self._continues_word(),
             precision=self.precision,
+            workers=default_workers(self.device) if self.workers is None else self.workers,
         )
         by_text: list[list[Hypothesis]] = [[] for _ in texts]
         for i, hyps in zip(busy, hypotheses, strict=True):

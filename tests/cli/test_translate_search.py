@@ -1,4 +1,4 @@
-"""`nmtkit translate` with target prefixes and with sampling, on the tiny trained model."""
+"""`nmtkit translate` with target prefixes, sampling and workers, on the tiny trained model."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from nmtkit.checkpoint import load_model
 from tests.cli.runs import Invoke
 from tests.cli.test_cli import out_lines, stdin_of
-from tests.cli.test_cli_errors import assert_user_error
+from tests.cli.test_cli_errors import assert_usage_error, assert_user_error
 
 
 def test_translate_starts_each_line_with_its_prefix(
@@ -69,3 +69,15 @@ def test_a_beam_of_one_with_beam_options_runs_beam_search_and_logs_the_precision
 
     both = cli([*base, "--greedy", "--length-penalty", "0"], input=text)
     assert_user_error(both, 2, "--greedy cannot be combined")
+
+
+def test_two_workers_translate_as_one_and_zero_workers_is_refused(
+    cli: Invoke, model_dir: Path, val_pairs: tuple[list[str], list[str]]
+) -> None:
+    text = stdin_of(val_pairs[0][:40])
+    base = ["translate", "-m", str(model_dir), "--batch-size", "4", "--threads", "1"]
+    one = cli([*base, "--workers", "1"], input=text)
+    two = cli([*base, "--workers", "2"], input=text)
+    assert one.exit_code == two.exit_code == 0, two.output
+    assert two.stdout == one.stdout and len(out_lines(one.stdout)) == 40
+    assert_usage_error(cli([*base, "--workers", "0"], input=text), "--workers")

@@ -76,7 +76,8 @@ def decode_sequences(
     ``model`` is one model or an :class:`~nmtkit.search.ensemble.Ensemble` of several.
 
     ``workers`` above 1 searches that many batches at a time, side by side
-    (:func:`~nmtkit.search.side_by_side.run_side_by_side`); the hypotheses are the same.
+    (:func:`~nmtkit.search.side_by_side.run_side_by_side`); the hypotheses are the same. A
+    sentence over ``max_tokens`` is still searched alone, in this thread, after the rest.
     """
     policy = LengthPolicy(max_source_len=0, max_tokens=max_tokens)
     batches = policy.batches([len(s) for s in sequences], max_sentences=batch_size)
@@ -116,7 +117,19 @@ def decode_sequences(
         for i, hyps in zip(chunk, found, strict=True):
             results[i] = hyps
 
-    # Longest batches first, so that a worker is not left with a long one at the end.
-    order = sorted(batches, key=lambda chunk: -max(len(sequences[i]) for i in chunk))
-    run_side_by_side(order if workers > 1 else batches, search, workers=workers)
+    def over_budget(chunk: list[int]) -> bool:  # a sentence longer than max_tokens, with EOS
+        return len(chunk) == 1 and len(sequences[chunk[0]]) + 1 > max_tokens
+
+    if workers <= 1:
+        run_side_by_side(batches, search, workers=1)
+        return results
+    # A sentence over the budget is searched alone, after the rest, as with one worker: two of
+    # them at once could hold twice the memory that a line was checked against. The others go
+    # longest first, so that no worker is left with a long batch at the end.
+    together = sorted(
+        (chunk for chunk in batches if not over_budget(chunk)),
+        key=lambda chunk: -max(len(sequences[i]) for i in chunk),
+    )
+    run_side_by_side(together, search, workers=workers)
+    run_side_by_side([chunk for chunk in batches if over_budget(chunk)], search, workers=1)
     return results

@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from nmtkit.registry import Hypothesis
 from nmtkit.search import BeamSearch, GreedySearch
 from nmtkit.search.decode import decode_sequences
 from nmtkit.search.side_by_side import (
@@ -109,3 +110,39 @@ def test_the_default_is_two_workers_on_a_cpu_with_threads_for_them() -> None:
     finally:
         torch.set_num_threads(threads)
     assert default_workers(torch.device("cuda")) == 1
+
+
+class _ThreadSpy:
+    """A search that records, for each batch, its source shape and the thread that searched
+    it, and finds one empty hypothesis per sentence."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[tuple[int, int], int]] = []
+
+    def search(self, model, src, lengths, **_: object):
+        self.calls.append((tuple(src.shape), threading.get_ident()))
+        time.sleep(0.01)  # long enough for the other worker to take a batch
+        return [[Hypothesis(tokens=[], score=0.0, log_prob=0.0)] for _ in range(src.size(0))]
+
+
+def test_a_sentence_over_the_token_budget_is_searched_alone_in_the_calling_thread() -> None:
+    spy = _ThreadSpy()
+    sequences = random_ids([40, 3, 4, 5, 3, 50, 4, 6, 5])
+    found = decode_sequences(
+        tiny_model(),
+        sequences,
+        spy,
+        batch_size=2,
+        max_tokens=20,
+        max_len_a=0.0,
+        max_len_b=3,
+        workers=2,
+    )
+    assert all(len(hyps) == 1 for hyps in found)
+    here = threading.get_ident()
+    long_calls = [(shape, thread) for shape, thread in spy.calls if shape[1] > 20]
+    short_calls = [(shape, thread) for shape, thread in spy.calls if shape[1] <= 20]
+    assert sorted(shape for shape, _ in long_calls) == [(1, 41), (1, 51)]
+    assert {thread for _, thread in long_calls} == {here}
+    assert here not in {thread for _, thread in short_calls}
+    assert spy.calls[-2:] == long_calls  # after the rest, one at a time

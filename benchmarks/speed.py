@@ -207,8 +207,11 @@ def decode_only(
 
             if options["precision"] in DTYPES:
                 cast_linear_weights(loaded.model, DTYPES[options["precision"]])
-    if workers is not None:  # nmtkit since 2026-12-06
-        options["workers"] = workers
+    if "workers" in inspect.signature(decode_sequences).parameters:  # nmtkit since 2026-12-06
+        from nmtkit.search.side_by_side import default_workers
+
+        # None: translate's default, so that decode-only measures what the whole command runs.
+        options["workers"] = default_workers(torch.device("cpu")) if workers is None else workers
     ids = [loaded.src_text.encode(line) for line in lines]
     seconds = []
     for _ in range(runs):

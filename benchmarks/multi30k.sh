@@ -5,7 +5,8 @@
 # Run it alone: other work on the 2 cores slows training several-fold.
 #   make bench-quality            or   BUDGET=30 OUT=bench-out/multi30k bash benchmarks/multi30k.sh
 # TRAIN_FLAGS adds options to `nmtkit train` (a lever's A/B: TRAIN_FLAGS="--set model.dropout=0.3"),
-# VOCAB the SentencePiece vocabulary size (8000 by default).
+# VOCAB the SentencePiece vocabulary size (8000 by default), PREP_FLAGS adds options to
+# `nmtkit preprocess` (PREP_FLAGS="--sampled-segmentations 8").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source benchmarks/data.sh
@@ -16,7 +17,8 @@ log() { echo "[multi30k] $*" >&2; }
 
 log "data: $M30K; budget: $BUDGET min; output: $OUT"
 nmtkit preprocess -s en -t de --trainpref "$M30K/train" --validpref "$M30K/val" \
-  --testpref "$M30K/test_2016_flickr" --destdir "$OUT/data" --vocab-size "${VOCAB:-8000}" -q
+  --testpref "$M30K/test_2016_flickr" --destdir "$OUT/data" --vocab-size "${VOCAB:-8000}" -q \
+  ${PREP_FLAGS:-}
 start=$(date +%s)
 /usr/bin/time -f %M -o "$OUT/train.peak_kib" \
   nmtkit train "$OUT/data" --save-dir "$OUT/model" --time-budget "$BUDGET" --overwrite -q \

@@ -129,6 +129,10 @@ class TrainConfig:
     concat_rate: float = 0.25
     concat_max: int = 3
     concat_mode: str = "consecutive"  # consecutive | random
+    # read the data dir's sampled segmentations of the training pairs, one an epoch in turn,
+    # when it has them (preprocess --sampled-segmentations: subword regularization); false
+    # reads the one-best segmentation every epoch
+    sampled_segmentations: bool = True
 
     def __post_init__(self) -> None:
         _check_precision(self.precision, "train")

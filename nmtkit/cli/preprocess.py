@@ -71,6 +71,21 @@ def preprocess(
     skip_invalid: Annotated[
         bool, typer.Option(help="Drop pairs with invalid UTF-8 instead of failing.")
     ] = False,
+    sampled_segmentations: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Also write the training pairs this many times with a sampled segmentation "
+            "(BPE-dropout, or unigram sampling); training reads one an epoch, in turn.",
+        ),
+    ] = 0,
+    sampling_alpha: Annotated[
+        float,
+        typer.Option(
+            help="BPE-dropout's probability, or the unigram model's smoothing, for those "
+            "samples; in (0, 1]."
+        ),
+    ] = 0.1,
     subword_sample: Annotated[
         int,
         typer.Option(
@@ -118,6 +133,8 @@ def preprocess(
             subword=subword,
             vocab_size=vocab_size,
             joint=joint,
+            sampled_segmentations=sampled_segmentations,
+            sampling_alpha=sampling_alpha,
             subword_sample=subword_sample,
             skip_invalid=skip_invalid,
             seed=seed,

@@ -7,6 +7,9 @@ A data dir holds::
     {split}.{lang}.bin / .idx      binarized token ids (see nmtkit.data.dataset), split in
                                    train, valid, test
     {split}.raw.{lang}             valid and test lines as read, for BLEU references
+    train.sampled{k}.{lang}.bin    with --sampled-segmentations K, k = 1..K: the training pairs
+                 / .idx            again, each segmentation sampled (subword regularization);
+                                   training reads one a epoch
 """
 
 from __future__ import annotations
@@ -84,6 +87,17 @@ def spm_model_name(lang: str, *, joint: bool) -> str:
     return "spm.model" if joint else f"spm.{lang}.model"
 
 
+def sampled_name(number: int) -> str:
+    """Return the name of the training pairs' ``number``-th sampled segmentation (from 1)."""
+    return f"train.sampled{number}"
+
+
+def sampled_names(manifest: Mapping[str, Any]) -> list[str]:
+    """The names of the training pairs' sampled segmentations that a data dir holds, in order
+    (none for one written without ``--sampled-segmentations`` or before it existed)."""
+    return [entry["name"] for entry in manifest["splits"]["train"].get("sampled", [])]
+
+
 def nmtkit_version() -> str:
     """Return nmtkit's version, or 0.1.0 while the package does not define one."""
     import nmtkit  # at call time: nmtkit/__init__.py may re-export this package
@@ -100,6 +114,7 @@ def build_manifest(
     vocab_sizes: Mapping[str, int],
     spm_models: Mapping[str, str],
     dtypes: Mapping[str, str],
+    sampled: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Assemble the manifest record (plain JSON types only).
 
@@ -108,8 +123,16 @@ def build_manifest(
         corpora: the (src, tgt) input files of each split.
         splits: ``asdict`` of each SplitSummary, by split name.
         dtypes: the token dtype of each dataset, by prefix (``"train.de"``).
+        sampled: the names of the training pairs' sampled segmentations (``train.sampled1``).
     """
     src_lang, tgt_lang = config["src_lang"], config["tgt_lang"]
+
+    def datasets(name: str) -> dict[str, dict[str, str]]:
+        return {
+            lang: {"prefix": f"{name}.{lang}", "dtype": dtypes[f"{name}.{lang}"]}
+            for lang in (src_lang, tgt_lang)
+        }
+
     return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -130,13 +153,15 @@ def build_manifest(
         "splits": {
             name: {
                 **summary,
-                "datasets": {
-                    lang: {"prefix": f"{name}.{lang}", "dtype": dtypes[f"{name}.{lang}"]}
-                    for lang in (src_lang, tgt_lang)
-                },
+                "datasets": datasets(name),
                 "raw": (
                     {lang: f"{name}.raw.{lang}" for lang in (src_lang, tgt_lang)}
                     if name != "train"
+                    else {}
+                ),
+                **(
+                    {"sampled": [{"name": n, "datasets": datasets(n)} for n in sampled]}
+                    if name == "train" and sampled
                     else {}
                 ),
             }

@@ -21,6 +21,7 @@ from nmtkit.data.datadir import (
     CorpusFile,
     build_manifest,
     check_destdir,
+    sampled_name,
     spm_model_name,
     staged_dir,
     write_manifest,
@@ -65,6 +66,12 @@ class PreprocessConfig:
         subword: SentencePiece model type, ``bpe`` or ``unigram``.
         vocab_size: SentencePiece vocabulary size (an upper bound on tiny corpora).
         joint: one SentencePiece model for both languages, else one per language.
+        sampled_segmentations: also write the training pairs this many times more, each
+            time with a segmentation sampled by SentencePiece (subword regularization, Kudo
+            2018; BPE-dropout, Provilkov et al. 2020), as ``train.sampled{k}.{lang}``; training
+            reads one of them an epoch, in turn. 0 writes none.
+        sampling_alpha: for those samples, BPE-dropout's probability of skipping a merge (a
+            BPE model), or the unigram model's smoothing exponent (a unigram model).
         subword_sample: SentencePiece learns from at most this many training pairs (both
             sides for a joint model), drawn at random with ``seed``; 0 for all of them. A
             corpus of at most this many pairs is used whole, in order.
@@ -73,7 +80,8 @@ class PreprocessConfig:
 
     Raises:
         ConfigError: unusable or equal language codes, an unknown subword type, a
-            vocabulary too small for the special pieces, or a negative ``subword_sample``.
+            vocabulary too small for the special pieces, a negative ``subword_sample`` or
+            ``sampled_segmentations``, or a ``sampling_alpha`` outside (0, 1].
     """
 
     src_lang: str
@@ -87,6 +95,8 @@ class PreprocessConfig:
     subword: str = "bpe"
     vocab_size: int = 8000
     joint: bool = True
+    sampled_segmentations: int = 0
+    sampling_alpha: float = 0.1
     subword_sample: int = 1_000_000
     skip_invalid: bool = False
     seed: int = 1
@@ -104,6 +114,15 @@ class PreprocessConfig:
             raise ConfigError(
                 f"vocab_size must exceed {len(SPECIAL_PIECES)} (the special pieces)",
                 where="vocab_size",
+            )
+        if self.sampled_segmentations < 0:
+            raise ConfigError(
+                "sampled_segmentations must be 0 (none) or more", where="sampled_segmentations"
+            )
+        if not 0 < self.sampling_alpha <= 1:
+            raise ConfigError(
+                f"sampling_alpha must be in (0, 1], got {self.sampling_alpha}",
+                where="sampling_alpha",
             )
         if self.subword_sample < 0:
             raise ConfigError(
@@ -140,7 +159,8 @@ class SplitSummary:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PreprocessSummary:
     """What ``preprocess`` wrote: per-split counts, cleaning counts by reason, vocabulary sizes,
-    and the most pieces a sentence may have (``clean.max_pieces``)."""
+    the most pieces a sentence may have (``clean.max_pieces``), and how many sampled
+    segmentations of the training pairs it wrote beside the one-best."""
 
     destdir: Path
     src_lang: str
@@ -150,6 +170,7 @@ class PreprocessSummary:
     vocab_sizes: dict[str, int]
     seconds: float
     max_pieces: int
+    sampled_segmentations: int = 0
 
 
 def preprocess(config: PreprocessConfig, *, workers: int = 1) -> PreprocessSummary:
@@ -185,6 +206,7 @@ def preprocess(config: PreprocessConfig, *, workers: int = 1) -> PreprocessSumma
                     _preprocess_heldout(config, split, corpora[split], pipelines, tmp, bar)
                 )
         vocab_sizes = {lang: pipelines[lang].vocab_size for lang in config.langs}
+        sampled = [sampled_name(k) for k in range(1, config.sampled_segmentations + 1)]
         manifest = build_manifest(
             config=dataclasses.asdict(config),
             corpora=corpora,
@@ -193,10 +215,11 @@ def preprocess(config: PreprocessConfig, *, workers: int = 1) -> PreprocessSumma
             vocab_sizes=vocab_sizes,
             spm_models={lang: spm_model_name(lang, joint=config.joint) for lang in config.langs},
             dtypes={
-                f"{s.name}.{lang}": _dtype(tmp, s.name, lang)
-                for s in splits
+                f"{name}.{lang}": _dtype(tmp, name, lang)
+                for name in [*(s.name for s in splits), *sampled]
                 for lang in config.langs
             },
+            sampled=sampled,
         )
         write_manifest(tmp, manifest)
     summary = PreprocessSummary(
@@ -208,6 +231,7 @@ def preprocess(config: PreprocessConfig, *, workers: int = 1) -> PreprocessSumma
         vocab_sizes=vocab_sizes,
         seconds=time.perf_counter() - start,
         max_pieces=config.clean.max_pieces,
+        sampled_segmentations=config.sampled_segmentations,
     )
     log.info("wrote %s in %.1f s", destdir, summary.seconds)
     return summary
@@ -365,5 +389,10 @@ def summary_table(summary: PreprocessSummary) -> Table:
         if any(split.num_cut.values())
     )
     vocab = ", ".join(f"{lang} {size:,}" for lang, size in summary.vocab_sizes.items())
-    table.caption = f"train dropped: {dropped or 'none'}{cut}; vocabulary: {vocab}"
+    sampled = (
+        f"; {summary.sampled_segmentations} sampled segmentations of train"
+        if summary.sampled_segmentations
+        else ""
+    )
+    table.caption = f"train dropped: {dropped or 'none'}{cut}; vocabulary: {vocab}{sampled}"
     return table

@@ -16,11 +16,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 from rich.progress import Progress, TaskID
 
-from nmtkit.data.datadir import CorpusFile, spm_model_name
+from nmtkit.data.datadir import CorpusFile, sampled_name, spm_model_name
 from nmtkit.data.dataset import bin_path, idx_path, read_chunks, read_lengths, write_chunks
 from nmtkit.data.dedup import DuplicateFinder, DuplicateMask
 from nmtkit.data.text import PairCleaner, load_sentencepiece, train_sentencepiece
-from nmtkit.data.workers import CHUNK_LINES, ChunkPool, chunked, encode_lines, prepare_pairs
+from nmtkit.data.workers import (
+    CHUNK_LINES,
+    ChunkPool,
+    chunked,
+    encode_lines,
+    prepare_pairs,
+    sample_lines,
+)
 from nmtkit.errors import DataError
 from nmtkit.files import open_text, read_pairs
 from nmtkit.outputs import atomic_write
@@ -41,7 +48,9 @@ def build_train_split(
     pool: ChunkPool,
 ) -> tuple[dict[str, int], dict[str, bytes]]:
     """Clean the training pairs, learn SentencePiece and binarize them as ``train.{lang}`` in
-    ``tmp``; return the cleaning counts by reason and the models by language.
+    ``tmp`` (and, with ``sampled_segmentations``, again in each sampled segmentation as
+    ``train.sampled{k}.{lang}``); return the cleaning counts by reason and the models by
+    language.
 
     Raises:
         DataError: invalid UTF-8 (without ``skip_invalid``), or no pair left after cleaning.
@@ -50,13 +59,24 @@ def build_train_split(
     clean_counts, num_kept, repeats = _clean(config, corpora, prepared, bar, pool)
     kept = {lang: _kept_lines(prepared[lang], repeats) for lang in config.langs}
     models = _learn_subwords(config, kept, num_kept, tmp)
-    for lang in config.langs:
-        task = bar.add_task(f"encode train.{lang}", total=num_kept)
+    names = ["train", *(sampled_name(k) for k in range(1, config.sampled_segmentations + 1))]
+    for lang_index, lang in enumerate(config.langs):
         model_path = tmp / spm_model_name(lang, joint=config.joint)
-        encoded = _encode(pool, model_path, kept[lang](), bar, task)
-        write_chunks(tmp / f"train.encoded.{lang}", encoded)
+        for number, name in enumerate(names):
+            task = bar.add_task(f"encode {name}.{lang}", total=num_kept)
+            if number == 0:
+                encoded = _encode(pool, model_path, kept[lang](), bar, task)
+            else:
+                sample = functools.partial(
+                    sample_lines,
+                    alpha=config.sampling_alpha,
+                    seed=(config.seed, number, lang_index),
+                    max_pieces=config.clean.max_pieces,
+                )
+                encoded = _encode(pool, model_path, kept[lang](), bar, task, sample=sample)
+            write_chunks(tmp / f"{name}.encoded.{lang}", encoded)
         prepared[lang].unlink()
-    clean_counts["too_many_pieces"] = _bound(config, tmp, corpora[0].path)
+    clean_counts["too_many_pieces"] = _bound(config, tmp, corpora[0].path, names)
     log.info("binarized train")
     return clean_counts, models
 
@@ -221,20 +241,32 @@ def _learn_subwords(
 
 
 def _encode(
-    pool: ChunkPool, model_path: Path, lines: Iterable[str], bar: Progress, task: TaskID
+    pool: ChunkPool,
+    model_path: Path,
+    lines: Iterable[str],
+    bar: Progress,
+    task: TaskID,
+    *,
+    sample: functools.partial[tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield prepared lines encoded a chunk at a time: ids and lengths."""
-    encode = functools.partial(
-        encode_lines, model_path=str(model_path), stamp=model_path.stat().st_mtime_ns
-    )
-    for ids, lengths in pool.map(encode, chunked(lines)):
+    """Yield prepared lines encoded a chunk at a time: ids and lengths; the one-best
+    segmentation, or with ``sample`` (:func:`sample_lines` with its settings) a sampled one."""
+    path, stamp = str(model_path), model_path.stat().st_mtime_ns
+    if sample is None:
+        encode = functools.partial(encode_lines, model_path=path, stamp=stamp)
+        results = pool.map(encode, chunked(lines))
+    else:
+        sample = functools.partial(sample, model_path=path, stamp=stamp)
+        results = pool.map(sample, enumerate(chunked(lines)))
+    for ids, lengths in results:
         yield ids, lengths
         bar.advance(task, lengths.size)
 
 
-def _bound(config: PreprocessConfig, tmp: Path, corpus: str) -> int:
+def _bound(config: PreprocessConfig, tmp: Path, corpus: str, names: list[str]) -> int:
     """Keep the encoded training pairs whose sides both have at most ``clean.max_pieces``
-    pieces as ``train.{lang}``; return how many pairs were dropped.
+    pieces in the one-best segmentation (``names[0]``, ``train``) as ``{name}.{lang}`` for
+    every segmentation in ``names``; return how many pairs were dropped.
 
     Reads the datasets a chunk at a time, twice if a pair is dropped (once to count, once to
     copy), so memory does not grow with the corpus.
@@ -242,7 +274,7 @@ def _bound(config: PreprocessConfig, tmp: Path, corpus: str) -> int:
     Raises:
         DataError: no pair is short enough.
     """
-    encoded = [tmp / f"train.encoded.{lang}" for lang in config.langs]
+    encoded = [tmp / f"{names[0]}.encoded.{lang}" for lang in config.langs]
     num_pairs = num_kept = 0
     for keep in _short_enough(encoded, config.clean.max_pieces):
         num_pairs += keep.size
@@ -255,20 +287,22 @@ def _bound(config: PreprocessConfig, tmp: Path, corpus: str) -> int:
             hint="check the corpus, or raise max_pieces",
         )
     dropped = num_pairs - num_kept
-    for lang, prefix in zip(config.langs, encoded, strict=True):
-        kept = tmp / f"train.{lang}"
-        if dropped:
-            lengths = read_lengths(prefix, chunk=CHUNK_LINES)
-            chunks = read_chunks(prefix, lengths)
-            masks = _short_enough(encoded, config.clean.max_pieces)
-            write_chunks(kept, map(_select, chunks, masks))
-        else:
-            os.replace(bin_path(prefix), bin_path(kept))
-            os.replace(idx_path(prefix), idx_path(kept))
+    for name in names:
+        for lang in config.langs:
+            prefix, kept = tmp / f"{name}.encoded.{lang}", tmp / f"{name}.{lang}"
+            if dropped:
+                lengths = read_lengths(prefix, chunk=CHUNK_LINES)
+                chunks = read_chunks(prefix, lengths)
+                masks = _short_enough(encoded, config.clean.max_pieces)
+                write_chunks(kept, map(_select, chunks, masks))
+            else:
+                os.replace(bin_path(prefix), bin_path(kept))
+                os.replace(idx_path(prefix), idx_path(kept))
     if dropped:
-        for prefix in encoded:  # both sides decide which pairs stay: delete them last
-            bin_path(prefix).unlink()
-            idx_path(prefix).unlink()
+        for name in names:  # the one-best decides which pairs stay: delete them last
+            for lang in config.langs:
+                bin_path(tmp / f"{name}.encoded.{lang}").unlink()
+                idx_path(tmp / f"{name}.encoded.{lang}").unlink()
         log.info("dropped %d training pairs over %d pieces", dropped, config.clean.max_pieces)
     return dropped
 

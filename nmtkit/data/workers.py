@@ -8,8 +8,9 @@ import itertools
 import multiprocessing
 import os
 import signal
+import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -169,7 +170,70 @@ def encode_lines(lines: list[str], *, model_path: str, stamp: int) -> tuple[np.n
     Returns:
         All ids back to back, int32 [sum(lengths)], and each line's count of ids, int64 [n].
     """
-    encoded = _processor(model_path, stamp).encode(lines)
+    return _flatten(_processor(model_path, stamp).encode(lines))
+
+
+def sample_lines(
+    chunk: tuple[int, list[str]],
+    *,
+    model_path: str,
+    stamp: int,
+    alpha: float,
+    seed: Sequence[int],
+    max_pieces: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Encode the chunk (its index and its prepared lines) with a segmentation sampled by
+    SentencePiece (``enable_sampling``: BPE-dropout with probability ``alpha`` for a BPE model,
+    the unigram model's distribution smoothed by ``alpha``), a pure function of ``seed`` and the
+    chunk's index, whichever process encodes it. A sample of more than ``max_pieces`` ids is
+    replaced by the one-best segmentation, so that the pairs kept in the one-best data are kept
+    here too.
+
+    Returns:
+        As :func:`encode_lines`.
+    """
+    index, lines = chunk
+    processor = _processor(model_path, stamp)
+    chunk_seed = int(np.random.SeedSequence([*seed, index]).generate_state(1)[0])
+    sampled = _in_fresh_thread(
+        lambda: processor.encode(
+            lines, enable_sampling=True, alpha=alpha, nbest_size=-1, num_threads=1
+        ),
+        seed=chunk_seed,
+    )
+    encoded = [
+        ids if len(ids) <= max_pieces else processor.encode(line)
+        for ids, line in zip(sampled, lines, strict=True)
+    ]
+    return _flatten(encoded)
+
+
+def _in_fresh_thread(work: Callable[[], R], *, seed: int) -> R:
+    """Run ``work`` in a new thread whose SentencePiece random generator starts from ``seed``.
+
+    SentencePiece draws samples from a generator of each thread's own, seeded from the global
+    seed on the thread's first draw and never again: in a thread that has drawn before, setting
+    the seed changes nothing. A new thread starts from the seed, whichever process runs it.
+    """
+    results: list[R] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            spm.set_random_generator_seed(seed)
+            results.append(work())
+        except BaseException as exc:  # handed back to the calling thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="nmtkit-subword-sampling")
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return results[0]
+
+
+def _flatten(encoded: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
     ids = np.fromiter(
         itertools.chain.from_iterable(encoded), dtype=np.int32, count=int(lengths.sum())

@@ -4,6 +4,7 @@ the epoch's batches."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,13 @@ from nmtkit.checkpoint import Vocabulary
 from nmtkit.config import TrainConfig
 from nmtkit.data.batching import batch_by_tokens, collate, epoch_batches
 from nmtkit.data.concat import ConcatPolicy, joined_lengths
-from nmtkit.data.datadir import UNRECORDED_MAX_PIECES, load_manifest, load_pipeline, max_pieces
+from nmtkit.data.datadir import (
+    UNRECORDED_MAX_PIECES,
+    load_manifest,
+    load_pipeline,
+    max_pieces,
+    sampled_names,
+)
 from nmtkit.data.dataset import TokenDataset
 from nmtkit.data.text import TextPipeline
 from nmtkit.errors import DataError
@@ -120,11 +127,21 @@ def concat_policy(config: TrainConfig) -> ConcatPolicy:
 class Epochs:
     """The examples and batches of one epoch at a time, cut once: the progress total, the loop
     and the closing epoch count all ask, and on millions of sentences each cut takes seconds.
-    Both are pure functions of (seed, epoch)."""
+    Both are pure functions of (seed, epoch).
 
-    def __init__(self, split: ParallelSplit, config: TrainConfig) -> None:
-        self.split, self.config = split, config
+    Epoch ``e`` (from 1) reads ``splits[(e - 1) % len(splits)]``: the training pairs in one
+    segmentation, or in turn in each of several sampled ones (subword regularization).
+    """
+
+    def __init__(self, splits: Sequence[ParallelSplit], config: TrainConfig) -> None:
+        if not splits:
+            raise ValueError("Epochs needs at least one split")
+        self.splits, self.config = tuple(splits), config
         self._cut: tuple[int, EpochExamples, list[np.ndarray]] | None = None
+
+    def split(self, epoch: int) -> ParallelSplit:
+        """The segmentation of the training pairs that ``epoch`` reads."""
+        return self.splits[(epoch - 1) % len(self.splits)]
 
     def examples(self, epoch: int) -> EpochExamples:
         """The epoch's examples: pairs and joined pairs."""
@@ -137,7 +154,9 @@ class Epochs:
     def _of(self, epoch: int) -> tuple[EpochExamples, list[np.ndarray]]:
         if self._cut is None or self._cut[0] != epoch:
             cfg = self.config
-            examples = EpochExamples.of(self.split, concat_policy(cfg), seed=cfg.seed, epoch=epoch)
+            examples = EpochExamples.of(
+                self.split(epoch), concat_policy(cfg), seed=cfg.seed, epoch=epoch
+            )
             batches = examples.batches(
                 max_tokens=cfg.max_tokens,
                 max_sentences=cfg.max_sentences,
@@ -150,14 +169,26 @@ class Epochs:
 
 @dataclass(frozen=True, kw_only=True)
 class TrainingData:
-    """The training and validation splits plus what a checkpoint needs to translate."""
+    """The training and validation splits plus what a checkpoint needs to translate.
+
+    Attributes:
+        train: the training pairs, in the one-best segmentation.
+        train_sampled: the same pairs in each sampled segmentation the data dir holds
+            (``preprocess --sampled-segmentations``), in order; () when it holds none.
+    """
 
     train: ParallelSplit
+    train_sampled: tuple[ParallelSplit, ...] = ()
     valid: ParallelSplit | None
     valid_refs: list[str]
     vocab: Vocabulary
     src_text: TextPipeline
     tgt_text: TextPipeline
+
+    def epoch_splits(self, *, sampled: bool) -> tuple[ParallelSplit, ...]:
+        """What the epochs read in turn: the sampled segmentations if ``sampled`` and the data
+        dir has them, else the one-best."""
+        return self.train_sampled if sampled and self.train_sampled else (self.train,)
 
     @classmethod
     def load(cls, data_dir: Path) -> TrainingData:
@@ -184,6 +215,15 @@ class TrainingData:
         train = split("train")
         if len(train) == 0:
             raise DataError("the training set is empty", where=str(data_dir))
+        sampled = tuple(split(name) for name in sampled_names(manifest))
+        for sample in sampled:
+            if len(sample) != len(train):
+                raise DataError(
+                    f"a sampled segmentation holds {len(sample):,} training pairs, "
+                    f"not {len(train):,}",
+                    where=str(data_dir),
+                    hint="rerun nmtkit preprocess",
+                )
         has_valid = (data_dir / f"valid.raw.{tgt_lang}").is_file()
         src_text = load_pipeline(data_dir, src_lang)
         tgt_text = load_pipeline(data_dir, tgt_lang)
@@ -204,6 +244,7 @@ class TrainingData:
             src_text=src_text,
             tgt_text=tgt_text,
             train=train,
+            train_sampled=sampled,
             valid=split("valid") if has_valid else None,
             valid_refs=refs,
             vocab=vocab,

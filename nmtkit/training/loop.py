@@ -80,7 +80,9 @@ class TrainingLoop:
         self.device = next(model.parameters()).device
         self.dist = dist or Distributed(device=self.device)
         self.updater = Updater(model, config.train, self.dist)
-        self.epochs = Epochs(data.train, config.train)
+        self.epochs = Epochs(
+            data.epoch_splits(sampled=config.train.sampled_segmentations), config.train
+        )
         self.checkpoints = Checkpoints(
             model_dir, config=config, vocab=data.vocab, is_main=self.dist.is_main
         )
@@ -359,6 +361,13 @@ class TrainingLoop:
             describe_device(self.device),
         )
         log.info("learning rate: %g, schedule %s", cfg.lr, schedule_name(cfg))
+        if self.data.train_sampled and self.epochs.splits[0] is not self.data.train:
+            log.info(
+                "subword regularization: %d sampled segmentations, one an epoch",
+                len(self.epochs.splits),
+            )
+        elif self.data.train_sampled:
+            log.info("the data dir's sampled segmentations are not read (sampled_segmentations)")
         if self.dist.active:
             log.info(
                 "data parallel: %d ranks x update_freq %d = %d batches of up to %d tokens "

@@ -9,7 +9,7 @@ A data dir holds::
     {split}.raw.{lang}             valid and test lines as read, for BLEU references
     train.sampled{k}.{lang}.bin    with --sampled-segmentations K, k = 1..K: the training pairs
                  / .idx            again, each segmentation sampled (subword regularization);
-                                   training reads one a epoch
+                                   training reads one an epoch
 """
 
 from __future__ import annotations

@@ -49,6 +49,9 @@ steady = [r["tok_s"] for r in train[2:]] or [r["tok_s"] for r in train]  # after
 print(f"updates\t{max((r['step'] for r in records), default=0)}")
 if steady:
     print(f"train_tok_s_median\t{statistics.median(steady):.0f}")
+dropouts = [r["dropout"] for r in train if r.get("dropout") is not None]
+if dropouts:  # train.short_run_dropout: what the run's projected length set
+    print(f"dropout\t{min(dropouts):.3f}-{max(dropouts):.3f} (mean {statistics.mean(dropouts):.3f})")
 if valid:
     print(f"best_valid_bleu_greedy\t{max(r['val_bleu'] for r in valid):.2f}")
 for r in records:

@@ -60,7 +60,8 @@ CONCAT_MODES = ("consecutive", "random")  # train.concat_mode
 class ModelConfig:
     embed_size: int = 256  # source and target word embeddings (paper: 620)
     # On embeddings and the readout. 0.3 rather than 0.2: +0.79 val BLEU (beam 5) after 30
-    # minutes of training, -0.26 (one seed, within noise) after 15 (docs/quality.md).
+    # minutes of training (docs/quality.md); a run that sees few epochs trains with less
+    # (train.short_run_dropout).
     dropout: float = 0.3
     init: str = "uniform"  # uniform | paper (Bahdanau et al., 2015, B.1; ignores init_scale)
     init_scale: float = 0.1  # uniform: every parameter ~ uniform(-init_scale, init_scale)
@@ -133,6 +134,11 @@ class TrainConfig:
     # when it has them (preprocess --sampled-segmentations: subword regularization); false
     # reads the one-best segmentation every epoch
     sampled_segmentations: bool = True
+    # a run with a known end (time budget, max updates or epochs) on course to see at most 3.5
+    # epochs trains with this dropout instead of model.dropout, one of 7 or more with
+    # model.dropout, one between on the line between them (nmtkit.training.run_length_dropout);
+    # None: model.dropout always. Only ever lowers it.
+    short_run_dropout: float | None = 0.2
 
     def __post_init__(self) -> None:
         _check_precision(self.precision, "train")
@@ -159,6 +165,10 @@ class TrainConfig:
             raise ConfigError(f"train.concat_rate must be between 0 and 10, got {self.concat_rate}")
         if self.concat_max < 2:
             raise ConfigError(f"train.concat_max must be at least 2, got {self.concat_max}")
+        if self.short_run_dropout is not None and not 0 <= self.short_run_dropout < 1:
+            raise ConfigError(
+                f"train.short_run_dropout must be in [0, 1) or null, got {self.short_run_dropout}"
+            )
         if self.concat_mode not in CONCAT_MODES:
             raise unknown_name("concatenation mode", self.concat_mode, CONCAT_MODES, where="train")
 

@@ -73,6 +73,11 @@ class Seq2Seq(nn.Module):
             )
         return shared
 
+    def model_dropouts(self) -> list[nn.Dropout]:
+        """The dropouts that ``model.dropout`` sets: on the source embeddings, and every one of
+        the decoder's (it is given that one probability: target embeddings, the readout)."""
+        return [self.dropout, *(m for m in self.decoder.modules() if isinstance(m, nn.Dropout))]
+
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Draw every parameter as ``model.init`` says (:func:`~nmtkit.models.initialization.
         initialize`): uniform(-init_scale, init_scale), or the paper's scheme."""

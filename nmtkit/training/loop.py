@@ -24,6 +24,7 @@ from nmtkit.training.data import Epochs, TrainingData
 from nmtkit.training.distributed import Distributed
 from nmtkit.training.model_dir import Checkpoints
 from nmtkit.training.reporting import RunLog, Window, progress_bar
+from nmtkit.training.run_length_dropout import LONG_EPOCHS, SHORT_EPOCHS, RunLengthDropout
 from nmtkit.training.schedule import schedule_name
 from nmtkit.training.search_tuning import (
     store_search,
@@ -80,6 +81,7 @@ class TrainingLoop:
         self.device = next(model.parameters()).device
         self.dist = dist or Distributed(device=self.device)
         self.updater = Updater(model, config.train, self.dist)
+        self.dropout = RunLengthDropout(model.model_dropouts(), config)
         self.epochs = Epochs(
             data.epoch_splits(sampled=config.train.sampled_segmentations), config.train
         )
@@ -154,6 +156,8 @@ class TrainingLoop:
         examples = self.epochs.examples(self.state.epoch)
         epoch_batches = len(self.epochs.batches(self.state.epoch))
         progress = self.rules.progress(self.state, epoch_batches=epoch_batches)
+        epochs_done = self.state.epoch - 1 + self.state.batch_in_epoch / max(1, epoch_batches)
+        self.dropout.follow(epochs_done=epochs_done, progress=progress)
         sums = self.updater.update(group, examples, done=self.state.updates, progress=progress)
         self.state.updates += 1
         self.state.batch_in_epoch += len(group)
@@ -361,6 +365,15 @@ class TrainingLoop:
             describe_device(self.device),
         )
         log.info("learning rate: %g, schedule %s", cfg.lr, schedule_name(cfg))
+        if self.dropout.active:
+            log.info(
+                "dropout: %g for a run of up to %g epochs, %g from %g (short_run_dropout), by "
+                "the epochs this run is on course to see",
+                self.dropout.short,
+                SHORT_EPOCHS,
+                self.dropout.full,
+                LONG_EPOCHS,
+            )
         if self.data.train_sampled and self.epochs.splits[0] is not self.data.train:
             log.info(
                 "subword regularization: %d sampled segmentations, one an epoch",
@@ -391,5 +404,6 @@ class TrainingLoop:
             update=self.state.updates,
             epoch=self.state.epoch,
             lr=self.updater.lr,
+            dropout=self.dropout.p,
             seconds=self.state.seconds,
         )

@@ -117,7 +117,14 @@ class RunLog:
         log.info("%s", line)
 
     def training(
-        self, window: Window, *, update: int, epoch: int, lr: float, seconds: float
+        self,
+        window: Window,
+        *,
+        update: int,
+        epoch: int,
+        lr: float,
+        seconds: float,
+        dropout: float | None = None,
     ) -> None:
         """Every rank: the window's loss summed over the ranks; rank 0 writes it."""
         loss_sum, nll_sum = self.dist.all_reduce([window.loss_sum, window.nll_sum])
@@ -132,6 +139,7 @@ class RunLog:
                 "nll": nll,
                 "ppl": math.exp(min(nll, 50.0)),
                 "lr": lr,
+                "dropout": dropout,
                 "tok_s": window.rate,  # target tokens per second, all ranks together
                 "tokens_per_update": window.global_tokens / updates,
                 "sentences_per_update": window.sentences / updates,

@@ -156,7 +156,7 @@ class TrainingLoop:
         examples = self.epochs.examples(self.state.epoch)
         epoch_batches = len(self.epochs.batches(self.state.epoch))
         progress = self.rules.progress(self.state, epoch_batches=epoch_batches)
-        epochs_done = self.state.epoch - 1 + self.state.batch_in_epoch / max(1, epoch_batches)
+        epochs_done = self.state.epochs_done(epoch_batches)
         self.dropout.follow(epochs_done=epochs_done, progress=progress)
         sums = self.updater.update(group, examples, done=self.state.updates, progress=progress)
         self.state.updates += 1
@@ -344,7 +344,7 @@ class TrainingLoop:
         return TrainResult(
             model_dir=self.model_dir,
             updates=self.state.updates,
-            epochs=self.state.epoch - 1 + self.state.batch_in_epoch / max(1, total),
+            epochs=self.state.epochs_done(total),
             best_bleu=self.state.best_bleu,
             best_update=self.state.best_update,
             stop_reason=reason,

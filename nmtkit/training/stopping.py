@@ -110,8 +110,7 @@ class StopRules:
         if cfg.max_updates is not None:
             shares.append(state.updates / cfg.max_updates)
         if cfg.max_epochs is not None:
-            epochs_done = state.epoch - 1 + state.batch_in_epoch / max(1, epoch_batches)
-            shares.append(epochs_done / cfg.max_epochs)
+            shares.append(state.epochs_done(epoch_batches) / cfg.max_epochs)
         return min(1.0, max(shares)) if shares else None
 
     def patience_ran_out(self, state: RunState) -> bool:

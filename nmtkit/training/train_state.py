@@ -48,6 +48,11 @@ class RunState:
         names = {saved: name for name, saved in _SAVED_AS.items()}
         return cls(**{names.get(key, key): value for key, value in run.items()})
 
+    def epochs_done(self, epoch_batches: int) -> float:
+        """The epochs done, a fraction of the current one included, which has ``epoch_batches``
+        batches."""
+        return self.epoch - 1 + self.batch_in_epoch / max(1, epoch_batches)
+
     def record_validation(self, bleu: float, *, counts: bool) -> bool:
         """Note a validation BLEU of this update; return whether it is the best so far. Unless
         it ``counts`` (the closing validation does not), one that is not the best brings early

@@ -201,12 +201,19 @@ def decode_only(
 
         tune_allocator()
         options["precision"] = resolve_precision(precision or search.precision)
-        with contextlib.suppress(ImportError):  # nmtkit since 2026-12-05: as Translator does
-            from nmtkit.models.autocast_weights import cast_linear_weights
-            from nmtkit.runtime import DTYPES
+        try:  # nmtkit with packed16: the search's auto and weights, as Translator
+            from nmtkit.models.inference_weights import prepare_weights
+            from nmtkit.runtime import resolve_search_precision
 
-            if options["precision"] in DTYPES:
-                cast_linear_weights(loaded.model, DTYPES[options["precision"]])
+            options["precision"] = resolve_search_precision(precision or search.precision)
+            prepare_weights(loaded.model, options["precision"])
+        except ImportError:
+            with contextlib.suppress(ImportError):  # nmtkit since 2026-12-05
+                from nmtkit.models.autocast_weights import cast_linear_weights
+                from nmtkit.runtime import DTYPES
+
+                if options["precision"] in DTYPES:
+                    cast_linear_weights(loaded.model, DTYPES[options["precision"]])
     if "workers" in inspect.signature(decode_sequences).parameters:  # nmtkit since 2026-12-06
         from nmtkit.search.side_by_side import default_workers
 

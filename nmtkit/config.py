@@ -42,11 +42,11 @@ def component(kind: str, name: str) -> Any:
 
 
 def _check_precision(value: str, section: str) -> None:
-    if value == "int8":
+    if value in ("int8", "packed16"):  # weights converted for a search over a loaded model
         raise ConfigError(
-            "precision 'int8' is for translation only; choose from " + ", ".join(PRECISIONS),
+            f"precision {value!r} is for translation only; choose from " + ", ".join(PRECISIONS),
             where=f"{section}.precision",
-            hint="int8 weights are asked for when translating: translate/align --precision int8",
+            hint=f"ask for it when translating: translate/align --precision {value}",
         )
     if value not in PRECISIONS:
         raise unknown_name("precision", value, PRECISIONS, where=f"{section}.precision")

@@ -32,9 +32,11 @@ from nmtkit.errors import ConfigError, DataError, unknown_name
 log = logging.getLogger(__name__)
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")  # train.precision, search.precision
-# Translation and alignment also take int8: the decoder's linear layers get int8 weights through
-# torchao (nmtkit.models.quantization); the rest of the model runs in fp32. Training cannot.
-INFERENCE_PRECISIONS = (*PRECISIONS, "int8")
+# Translation and alignment also take int8 (the decoder's linear layers get int8 weights through
+# torchao: nmtkit.models.quantization) and packed16 (their weights packed as fp16 for fbgemm's
+# GEMM, fp32 arithmetic: nmtkit.models.packed_weights); the rest of the model runs in fp32.
+# Training can take neither.
+INFERENCE_PRECISIONS = (*PRECISIONS, "int8", "packed16")
 
 _M_TRIM_THRESHOLD = -1  # glibc mallopt parameters (malloc.h)
 _M_MMAP_THRESHOLD = -3
@@ -180,6 +182,31 @@ def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str
             return "bf16"
         return "fp16" if torch.device(device).type == "cuda" else "fp32"
     return precision
+
+
+def packed16_available() -> bool:
+    """Whether this torch build has fbgemm's fp16-weight GEMM (``packed16``): x86 builds do."""
+    return "fbgemm" in torch.backends.quantized.supported_engines
+
+
+def resolve_search_precision(precision: str, device: torch.device | str = "cpu") -> str:
+    """:func:`resolve_precision` for a search over a model that no longer trains (translate,
+    serve, score, align): ``auto`` becomes ``packed16`` on a CPU without native bf16 where
+    fbgemm is there, since a step's few rows make its products read-bound (docs/speed.md).
+
+    Raises:
+        ConfigError: an unknown precision, or ``packed16`` where fbgemm is not.
+    """
+    resolved = resolve_precision(precision, device)
+    on_cpu = torch.device(device).type == "cpu"
+    if precision == "auto" and resolved == "fp32" and on_cpu and packed16_available():
+        return "packed16"
+    if resolved == "packed16" and not (on_cpu and packed16_available()):
+        raise ConfigError(
+            "precision packed16 needs fbgemm on a CPU, which this torch build or device lacks",
+            hint="use --precision fp32 (or auto)",
+        )
+    return resolved
 
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}

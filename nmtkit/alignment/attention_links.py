@@ -93,9 +93,9 @@ def align_corpus(
         batch_size: the most pairs in a batch.
         lengths: the length policy; :class:`~nmtkit.search.length_policy.LengthPolicy`'s defaults
             when None.
-        precision: of the matrix products (:func:`nmtkit.runtime.resolve_precision`); ``int8``
-            gives the model's decoder int8 weights in place
-            (:func:`nmtkit.models.quantization.quantize_int8`).
+        precision: of the matrix products (:func:`nmtkit.runtime.resolve_search_precision`);
+            the models' weights are converted in place to what it needs
+            (:func:`nmtkit.models.inference_weights.prepare_weights`).
         ensemble_with: more models (of ``loaded``'s vocabulary, checked by the caller) whose
             attention is averaged with ``loaded``'s (:meth:`nmtkit.search.ensemble.Ensemble.
             force_decode`); the text pipelines are ``loaded``'s.
@@ -111,8 +111,8 @@ def align_corpus(
     import torch
 
     from nmtkit.data.batching import collate
-    from nmtkit.models.quantization import quantize_int8
-    from nmtkit.runtime import autocast, check_line_memory, resolve_precision
+    from nmtkit.models.inference_weights import prepare_weights
+    from nmtkit.runtime import autocast, check_line_memory, resolve_search_precision
     from nmtkit.search.ensemble import Ensemble
     from nmtkit.search.length_policy import LengthPolicy
 
@@ -122,10 +122,9 @@ def align_corpus(
     models = [member.model for member in (loaded, *ensemble_with)]
     model = (Ensemble(models) if ensemble_with else loaded.model).eval()
     device = next(model.parameters()).device
-    precision = resolve_precision(precision, device)
-    if precision == "int8":
-        for member in models:
-            quantize_int8(member)
+    precision = resolve_search_precision(precision, device)
+    for member in models:
+        prepare_weights(member, precision)
     offset = 0
     while chunk := list(itertools.islice(pairs, _ALIGN_CHUNK)):
         src_ids, tgt_ids = [], []

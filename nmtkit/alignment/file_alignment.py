@@ -241,7 +241,7 @@ def align_files(
     """
     import torch
 
-    from nmtkit.runtime import resolve_precision, tune_allocator
+    from nmtkit.runtime import resolve_search_precision, tune_allocator
 
     model_paths = [model_path] if isinstance(model_path, str | Path) else list(model_path)
     if not model_paths:
@@ -255,7 +255,7 @@ def align_files(
         limit=limit,
         batch_size=batch_size,
     )
-    resolve_precision(precision, device)  # an unknown precision fails before any work
+    resolve_search_precision(precision, device)  # an unknown precision fails before any work
     _check_lines(src_path, tgt_path, gold)
     if output.path is not None:
         check_writable(output.path)  # before the model loads, so that no work is lost

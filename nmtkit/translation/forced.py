@@ -27,10 +27,10 @@ from nmtkit.data.text import PAD_ID
 from nmtkit.errors import ConfigError, DataError, unknown_name
 from nmtkit.files import read_pairs
 from nmtkit.models import Seq2Seq
-from nmtkit.models.quantization import quantize_int8
+from nmtkit.models.inference_weights import prepare_weights
 from nmtkit.outputs import open_output
 from nmtkit.registry import Batch, SearchStrategy
-from nmtkit.runtime import autocast, resolve_precision, tune_allocator
+from nmtkit.runtime import autocast, resolve_search_precision, tune_allocator
 from nmtkit.search.decode import build_strategy
 from nmtkit.search.length_policy import LengthPolicy
 from nmtkit.search.overrides import SearchOverrides, describe_search, resolve_search
@@ -78,7 +78,8 @@ class ForcedScorer:
             loaded model's decoder in place); the model's ``search.precision`` when None.
 
     Raises:
-        ConfigError: a batch size below 1, an unknown precision, or ``int8`` without torchao.
+        ConfigError: a batch size below 1, an unknown precision, ``int8`` without torchao or
+            ``packed16`` without fbgemm.
     """
 
     def __init__(
@@ -97,9 +98,10 @@ class ForcedScorer:
         self.batch_size = batch_size
         self.lengths = lengths or LengthPolicy()
         self.device = next(loaded.model.parameters()).device
-        self.precision = resolve_precision(precision or loaded.config.search.precision, self.device)
-        if self.precision == "int8":
-            quantize_int8(loaded.model)
+        self.precision = resolve_search_precision(
+            precision or loaded.config.search.precision, self.device
+        )
+        prepare_weights(loaded.model, self.precision)
 
     def score_ids(
         self, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]

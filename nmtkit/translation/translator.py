@@ -24,10 +24,9 @@ from nmtkit.checkpoint import LoadedModel
 from nmtkit.data.text import words
 from nmtkit.errors import ConfigError
 from nmtkit.models import Seq2Seq
-from nmtkit.models.autocast_weights import cast_linear_weights
-from nmtkit.models.quantization import quantize_int8
+from nmtkit.models.inference_weights import prepare_weights
 from nmtkit.registry import Hypothesis, SearchStrategy
-from nmtkit.runtime import DTYPES, check_line_memory, resolve_precision
+from nmtkit.runtime import check_line_memory, resolve_search_precision
 from nmtkit.search.beam import BeamSearch
 from nmtkit.search.decode import build_strategy, decode_sequences, output_cap
 from nmtkit.search.ensemble import Ensemble, check_vocabularies
@@ -81,10 +80,11 @@ class Translator:
         strategy: the search; the checkpoint's configured one when None.
         nbest: hypotheses kept per sentence (at most the beam size).
         with_alignment: compute each hypothesis's word alignment from its attention.
-        precision: of the matrix products, ``fp32``, ``bf16`` or ``auto``
-            (:func:`nmtkit.runtime.resolve_precision`); the model's ``search.precision`` when
-            None. ``int8`` gives the loaded model's decoder int8 weights in place
-            (:func:`nmtkit.models.quantization.quantize_int8`, which needs torchao).
+        precision: of the matrix products, ``fp32``, ``bf16``, ``packed16``, ``int8`` or
+            ``auto`` (:func:`nmtkit.runtime.resolve_search_precision`); the model's
+            ``search.precision`` when None. The loaded models' weights are converted in place
+            to what it needs (:func:`nmtkit.models.inference_weights.prepare_weights`; int8
+            needs torchao, packed16 fbgemm).
         lengths: how long lines are cut and batched; the defaults of :class:`LengthPolicy`
             when None.
         split_sentences: cut each line into sentences (sentencex, for the model's source
@@ -110,8 +110,9 @@ class Translator:
     Raises:
         ConfigError: a batch size or a number of workers below 1, a negative output cap
             (:func:`check_options`), ``nbest`` above 1 with ``split_sentences``
-            (:func:`check_splitting`), an unknown precision, ``int8`` without torchao, or an
-            ensemble model whose vocabulary is not ``loaded``'s.
+            (:func:`check_splitting`), an unknown precision, ``int8`` without torchao,
+            ``packed16`` without fbgemm, or an ensemble model whose vocabulary is not
+            ``loaded``'s.
     """
 
     def __init__(
@@ -163,13 +164,9 @@ class Translator:
         self.with_alignment = with_alignment and not unaligned
         self.lengths = lengths or LengthPolicy()
         device = self.device = next(loaded.model.parameters()).device
-        self.precision = resolve_precision(precision or search.precision, device)
-        if self.precision == "int8":
-            for member in self.members:
-                quantize_int8(member.model)
-        elif self.precision in DTYPES:  # what autocast casts per batch, cast once
-            for member in self.members:
-                cast_linear_weights(member.model, DTYPES[self.precision])
+        self.precision = resolve_search_precision(precision or search.precision, device)
+        for member in self.members:
+            prepare_weights(member.model, self.precision)
         self.splitter = SentenceSplitter(loaded.vocab.src_lang) if split_sentences else None
         self.shortlist = shortlist
         self.glossary = self.compile_glossary(terminology)

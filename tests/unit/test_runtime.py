@@ -26,8 +26,10 @@ def test_auto_follows_the_cpu_and_explicit_choices_stay() -> None:
     assert resolve_precision("bf16") == "bf16"
     assert resolve_precision("fp16") == "fp16"
     assert resolve_precision("int8") == "int8"
+    assert resolve_precision("packed16") == "packed16"
     with pytest.raises(
-        ConfigError, match="unknown precision 'half'; choose from auto, fp32, bf16, fp16, int8"
+        ConfigError,
+        match="unknown precision 'half'; choose from auto, fp32, bf16, fp16, int8, packed16$",
     ):
         resolve_precision("half")
 

@@ -59,7 +59,7 @@ Device = Annotated[str, typer.Option(help="Torch device, e.g. cpu or cuda.")]
 # --precision: align adds its own default, Precision the model's.
 PRECISION_HELP = (
     "Matrix products in fp32 or bf16; packed16: the decoder's weights stored as fp16 for "
-    "fbgemm, fp32 arithmetic (x86), 3x faster than fp32 one sentence at a time; auto: bf16 "
+    "fbgemm, fp32 arithmetic (x86), 2-3x faster than fp32 one sentence at a time; auto: bf16 "
     "where the CPU has native bf16 (AVX512-BF16, AMX), else packed16 where fbgemm is, else "
     "fp32; int8: the decoder's weights in int8, its inputs quantized to int8 row by row "
     "(torchao: pip install torchao), faster than fp32 but slower than bf16 on a CPU with native "

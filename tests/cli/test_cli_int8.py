@@ -17,10 +17,11 @@ def torchao() -> object:
 
 
 @pytest.mark.parametrize("command", ["translate", "align"])
-def test_precision_help_offers_int8(cli: Invoke, command: str) -> None:
+def test_precision_help_offers_int8_and_packed16(cli: Invoke, command: str) -> None:
     result = cli([command, "--help"])
     assert result.exit_code == 0
     assert "int8" in result.stdout and "torchao" in result.stdout
+    assert "packed16" in result.stdout and "fbgemm" in result.stdout
 
 
 def test_translate_int8_writes_one_line_per_input_and_logs_the_precision(

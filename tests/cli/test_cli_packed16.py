@@ -15,13 +15,6 @@ from tests.cli.test_cli_errors import write_lines
 pytestmark = pytest.mark.skipif(not packed16_available(), reason="no fbgemm in this torch")
 
 
-@pytest.mark.parametrize("command", ["translate", "align"])
-def test_precision_help_offers_packed16(cli: Invoke, command: str) -> None:
-    result = cli([command, "--help"])
-    assert result.exit_code == 0
-    assert "packed16" in result.stdout and "fbgemm" in result.stdout
-
-
 def test_translate_packed16_writes_the_fp32_translations_and_logs_the_precision(
     cli: Invoke, model_dir: Path, val_pairs: tuple[list[str], list[str]]
 ) -> None:

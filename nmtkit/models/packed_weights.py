@@ -61,11 +61,8 @@ def pack_fp16(module: nn.Module) -> list[str]:
     """Replace ``module``'s packable linear layers (:func:`packable`) by
     :class:`PackedFP16Linear`, in place, for inference only; return their names (none on a
     second call)."""
-    found = [name for name, layer in module.named_modules() if packable(layer)]
-    for name in found:
-        parent_name, _, child = name.rpartition(".")
-        parent = module.get_submodule(parent_name)
-        layer = getattr(parent, child)
+    found = [(name, layer) for name, layer in module.named_modules() if packable(layer)]
+    for name, layer in found:
         assert isinstance(layer, nn.Linear)
-        setattr(parent, child, PackedFP16Linear(layer))
-    return found
+        module.set_submodule(name, PackedFP16Linear(layer))
+    return [name for name, _ in found]

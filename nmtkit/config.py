@@ -18,7 +18,7 @@ import yaml
 
 from nmtkit import registry
 from nmtkit.errors import ConfigError, PluginError, unknown_name
-from nmtkit.runtime import PRECISIONS
+from nmtkit.runtime import INFERENCE_PRECISIONS, PRECISIONS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -42,7 +42,7 @@ def component(kind: str, name: str) -> Any:
 
 
 def _check_precision(value: str, section: str) -> None:
-    if value in ("int8", "packed16"):  # weights converted for a search over a loaded model
+    if value in INFERENCE_PRECISIONS and value not in PRECISIONS:  # int8, packed16
         raise ConfigError(
             f"precision {value!r} is for translation only; choose from " + ", ".join(PRECISIONS),
             where=f"{section}.precision",

@@ -95,8 +95,10 @@ class TrainConfig:
     clip_norm: float = 1.0  # gradient norm clipping; 0 turns it off
     label_smoothing: float = 0.1
     # auto: linear for a run with an end (time budget, max updates or epochs), else plateau;
-    # linear: a straight line down to min_lr at the run's end | plateau | inverse_sqrt | constant
+    # linear: a straight line down to min_lr at the run's end | wsd: constant, then that line
+    # over the run's last decay_share | plateau | inverse_sqrt | constant
     lr_schedule: str = "auto"
+    decay_share: float = 0.2  # wsd: the share of the run (0-1] over which lr falls to min_lr
     warmup_updates: int = 0  # linear warm-up (all schedules)
     plateau_factor: float = 0.5  # plateau: multiply lr by this when validation BLEU stalls
     plateau_patience: int = 1  # plateau: validations without improvement before reducing
@@ -161,6 +163,8 @@ class TrainConfig:
             raise ConfigError(f"train.keep_last must be 0 or more, got {self.keep_last}")
         if self.time_budget is not None and self.time_budget <= 0:
             raise ConfigError(f"train.time_budget must be positive, got {self.time_budget}")
+        if not 0 < self.decay_share <= 1:
+            raise ConfigError(f"train.decay_share must be in (0, 1], got {self.decay_share}")
         if not 0 <= self.concat_rate <= 10:
             raise ConfigError(f"train.concat_rate must be between 0 and 10, got {self.concat_rate}")
         if self.concat_max < 2:

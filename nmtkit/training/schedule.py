@@ -1,7 +1,7 @@
-"""Learning-rate schedules: constant, inverse square root after warm-up, halve-on-plateau, and a
+"""Learning-rate schedules: constant, inverse square root after warm-up, halve-on-plateau, a
 straight line down to the end of a run whose length is known (its time budget, updates or
-epochs); ``auto`` (the default) takes the line when the run has a length, else the plateau
-rule."""
+epochs), and warm-up-stable-decay (constant, then the line over the run's last share); ``auto``
+(the default) takes the line when the run has a length, else the plateau rule."""
 
 from __future__ import annotations
 
@@ -91,8 +91,22 @@ class Linear(Schedule):
         return (low + (self.base_lr - low) * left) * self.warmup(update)
 
 
+class WarmupStableDecay(Linear):
+    """Warm-up, ``lr`` held until the run's last ``decay_share``, then a straight line down to
+    ``min_lr`` at its end (WSD: Hu et al., 2024, "MiniCPM"; Hägele et al., 2024): the whole
+    budget but its end at the full learning rate, annealed over the end alone."""
+
+    def lr_at(self, update: int, progress: float | None = None) -> float:
+        done = min(1.0, max(0.0, progress or 0.0))
+        share = self.config.decay_share
+        left = min(1.0, (1.0 - done) / share)
+        low = min(self.config.min_lr, self.base_lr)
+        return (low + (self.base_lr - low) * left) * self.warmup(update)
+
+
 SCHEDULES: dict[str, type[Schedule]] = {
     "linear": Linear,
+    "wsd": WarmupStableDecay,
     "plateau": Plateau,
     "inverse_sqrt": InverseSqrt,
     "constant": Schedule,

@@ -68,3 +68,18 @@ def test_progress_is_the_share_of_the_nearest_limit() -> None:
     assert StopRules(config(), one).progress(state, epoch_batches=100) is None
     late = RunState(updates=100, seconds=1300.0)
     assert progress(late, epoch_batches=100) == 1.0
+
+
+def test_wsd_holds_lr_then_falls_to_min_lr_over_the_last_share() -> None:
+    schedule = build_schedule(config(lr_schedule="wsd", time_budget=30.0, decay_share=0.25))
+    assert isinstance(schedule, Linear)  # refuses a run without an end as the line does
+    assert schedule.lr_at(1, 0.0) == pytest.approx(0.002)
+    assert schedule.lr_at(700, 0.75) == pytest.approx(0.002)
+    assert schedule.lr_at(875, 0.875) == pytest.approx(1e-5 + (0.002 - 1e-5) * 0.5)
+    assert schedule.lr_at(999, 1.0) == pytest.approx(1e-5)
+    lrs = [schedule.lr_at(k, k / 100) for k in range(1, 101)]
+    assert lrs == sorted(lrs, reverse=True)
+    with pytest.raises(ConfigError, match="has no end"):
+        build_schedule(config(lr_schedule="wsd"))
+    with pytest.raises(ConfigError, match="decay_share"):
+        config(decay_share=0.0)

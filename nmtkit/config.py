@@ -94,7 +94,7 @@ class TrainConfig:
     adadelta_eps: float = 1e-6
     clip_norm: float = 1.0  # gradient norm clipping; 0 turns it off
     label_smoothing: float = 0.1
-    # auto: linear for a run with an end (time budget, max updates or epochs), else plateau;
+    # auto: wsd for a run with an end (time budget, max updates or epochs), else plateau;
     # linear: a straight line down to min_lr at the run's end | wsd: constant, then that line
     # over the run's last decay_share | plateau | inverse_sqrt | constant
     lr_schedule: str = "auto"

@@ -1,7 +1,7 @@
 """Learning-rate schedules: constant, inverse square root after warm-up, halve-on-plateau, a
 straight line down to the end of a run whose length is known (its time budget, updates or
 epochs), and warm-up-stable-decay (constant, then the line over the run's last share); ``auto``
-(the default) takes the line when the run has a length, else the plateau rule."""
+(the default) takes warm-up-stable-decay when the run has a length, else the plateau rule."""
 
 from __future__ import annotations
 
@@ -114,10 +114,11 @@ SCHEDULES: dict[str, type[Schedule]] = {
 
 
 def schedule_name(config: TrainConfig) -> str:
-    """The schedule ``config.lr_schedule`` names; ``auto`` is ``linear`` for a run with a known
-    end (a time budget, max updates or max epochs), else ``plateau``."""
+    """The schedule ``config.lr_schedule`` names; ``auto`` is ``wsd`` for a run with a known end
+    (a time budget, max updates or max epochs), else ``plateau``. (``wsd`` rather than
+    ``linear``: +1.6 validation BLEU at 15 minutes, two seeds, level at 30; docs/quality.md.)"""
     if config.lr_schedule == "auto":
-        return "linear" if run_length_known(config) else "plateau"
+        return "wsd" if run_length_known(config) else "plateau"
     return config.lr_schedule
 
 

@@ -11,7 +11,13 @@ import torch
 from nmtkit.config import TrainConfig
 from nmtkit.errors import ConfigError
 from nmtkit.training.distributed import Distributed
-from nmtkit.training.schedule import Linear, Plateau, build_schedule, schedule_name
+from nmtkit.training.schedule import (
+    Linear,
+    Plateau,
+    WarmupStableDecay,
+    build_schedule,
+    schedule_name,
+)
 from nmtkit.training.stopping import StopRules
 from nmtkit.training.train_state import RunState
 
@@ -22,8 +28,8 @@ def config(**options: Any) -> TrainConfig:
 
 def test_auto_decays_to_the_end_of_a_run_with_an_end_and_waits_for_plateaus_otherwise() -> None:
     for limit in ({"time_budget": 30.0}, {"max_updates": 500}, {"max_epochs": 3}):
-        assert schedule_name(config(**limit)) == "linear"
-        assert isinstance(build_schedule(config(**limit)), Linear)
+        assert schedule_name(config(**limit)) == "wsd"
+        assert isinstance(build_schedule(config(**limit)), WarmupStableDecay)
     assert schedule_name(config()) == "plateau"
     assert isinstance(build_schedule(config()), Plateau)
     assert schedule_name(config(lr_schedule="constant", time_budget=30.0)) == "constant"

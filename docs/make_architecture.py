@@ -334,6 +334,20 @@ every step, weights that are one-hot on the last real source position, so c_i = 
 fixed sentence vector of Cho et al. (2014), and s_0 = tanh(W_s →h_{Tx}). The decoder is the
 same `gru`.
 
+**The conditional GRU** (`cgru`, `model.decoder.name: cgru`; Sennrich et al., 2017, Nematus;
+the decoder of Marian's `s2s`) moves the attention between two GRU transitions, so that it
+attends from a state that has read y_{i-1}:
+
+    1. s'_i = GRU_1(s_{i-1}, E y_{i-1})                                   [B, D]
+    2. attend from s'_i:     e_ij = v_a^T tanh(W_a s'_i + U_a h_j), α_i, c_i as above
+    3. s_i  = GRU_2(s'_i, c_i)                                            [B, D]
+    4.–5. readout and output as in `gru`, over (s_i, E y_{i-1}, c_i)
+
+It is `GRUDecoder` with one more recurrent matrix (`proposal_to_gates`, [D, 3D]) and its own
+`_recur` (`nmtkit/models/conditional_gru.py`); everything else (teacher forcing, the search's
+steps, the attention weights that `align` reads) is shared. Unit tests check its step against
+two `torch.nn.GRUCell`s and that its α_i, unlike `gru`'s, depends on y_{i-1}.
+
 ## The registry and plugins
 
 `nmtkit/registry.py` is all a component author needs (it re-exports the contracts of

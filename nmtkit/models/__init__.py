@@ -7,7 +7,12 @@ Shape glossary, used in every docstring and trailing shape comment:
     V target vocabulary. Flattened beams are written B*K.
 """
 
-from nmtkit.models import attention, decoders, encoders  # noqa: F401  (registration)
+from nmtkit.models import (  # noqa: F401  (registration)
+    attention,
+    conditional_gru,
+    decoders,
+    encoders,
+)
 from nmtkit.models.seq2seq import Seq2Seq, build_model
 
 __all__ = ["Seq2Seq", "build_model"]

@@ -26,6 +26,20 @@ from nmtkit.registry import (
 READOUT_STATES = ("current", "previous")
 
 
+def gru_transition(gates_in: Tensor, gates_h: Tensor, hidden: Tensor) -> Tensor:
+    """One GRU update in torch's gate order r, z, n from the input's and the state's gate
+    pre-activations ([B, 3D] each) and the state [B, D]: the new state [B, D], in fp32.
+
+    Under bf16 autocast the matrix products run in bf16, but the gates and the state are fp32:
+    the state carries the whole sentence, and rounding it at every step would compound."""
+    in_r, in_z, in_n = gates_in.float().chunk(3, dim=-1)
+    h_r, h_z, h_n = gates_h.float().chunk(3, dim=-1)
+    reset = torch.sigmoid(in_r + h_r)
+    update = torch.sigmoid(in_z + h_z)
+    candidate = torch.tanh(in_n + reset * h_n)
+    return candidate + update * (hidden - candidate)  # (1-z) n + z s
+
+
 @register("decoder", "gru")
 class GRUDecoder(Decoder):
     """s_i = GRU(s_{i-1}, [E y_{i-1}; c_i]) with c_i = sum_j alpha_ij h_j and alpha_i from s_{i-1};
@@ -122,16 +136,8 @@ class GRUDecoder(Decoder):
         hidden = state.hidden
         attended = self.attention(hidden, state)
         context, weights = attended.context, attended.weights  # [B, C], [B, S]
-        # Under bf16 autocast the matrix products run in bf16, but the gates and the state are
-        # fp32: s_i carries the whole sentence, and rounding it at every step would compound.
-        gates_in = (embed_gates + self.input_from_context(context)).float()  # [B, 3D]
-        gates_h = self.hidden_to_gates(hidden).float()  # [B, 3D]
-        in_r, in_z, in_n = gates_in.chunk(3, dim=-1)
-        h_r, h_z, h_n = gates_h.chunk(3, dim=-1)
-        reset = torch.sigmoid(in_r + h_r)
-        update = torch.sigmoid(in_z + h_z)
-        candidate = torch.tanh(in_n + reset * h_n)
-        hidden = candidate + update * (hidden - candidate)  # (1-z) n + z s_{i-1}
+        gates_in = embed_gates + self.input_from_context(context)  # [B, 3D]
+        hidden = gru_transition(gates_in, self.hidden_to_gates(hidden), hidden)  # s_i [B, D]
         return hidden, context, weights
 
     def _readout(self, hidden: Tensor, embedded: Tensor, context: Tensor) -> Tensor:

@@ -57,10 +57,11 @@ def reverse_batch(src: list[list[int]]):
     return collate(src, [s[::-1] for s in src], list(range(len(src))))
 
 
-def train(encoder: str, attention: str, updates: int) -> Seq2Seq:
+def train(encoder: str, attention: str, updates: int, decoder: str = "gru") -> Seq2Seq:
     torch.manual_seed(0)
     overrides = [f"model.encoder={encoder}", *ENCODER_SIZES[encoder], *NO_DROPOUT[encoder]]
-    config = load_config(preset="tiny", overrides=[*overrides, f"model.attention={attention}"])
+    overrides += [f"model.attention={attention}", f"model.decoder.name={decoder}"]
+    config = load_config(preset="tiny", overrides=overrides)
     vocab = 4 + SYMBOLS
     model = build_model(config.model, src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=0)
     optimizer = torch.optim.Adam(model.parameters(), lr=LR[encoder])
@@ -114,3 +115,14 @@ def test_every_encoder_and_attention_pair_learns_to_reverse(encoder: str, attent
     assert learned.accuracy >= (0.33 if attention == "none" else 0.6)
     if attention != "none":
         assert learned.long_accuracy >= result(encoder, "none").long_accuracy + 0.15
+
+
+@pytest.mark.xdist_group("matrix-birnn")
+def test_the_conditional_gru_decoder_learns_to_reverse_and_beats_the_fixed_context() -> None:
+    """``cgru`` (attention between two GRU transitions) learns as RNNsearch's decoder does, in
+    the same updates, and beats RNNencdec on the longest sequences."""
+    model = train("birnn", "additive", UPDATES["birnn"], decoder="cgru")
+    accuracy = token_accuracy(model, TRAIN_LENGTHS)
+    long_accuracy = token_accuracy(model, LONG_LENGTHS)
+    assert accuracy >= 0.6
+    assert long_accuracy >= result("birnn", "none").long_accuracy + 0.15

@@ -18,7 +18,7 @@ from nmtkit.plugins import load_user_dir
 EXPECTED = {
     "encoder": {"birnn", "rnn", "transformer", "cnn"},
     "attention": {"additive", "dot", "general", "scaled-dot", "multihead", "location", "none"},
-    "decoder": {"gru"},
+    "decoder": {"gru", "cgru"},
     "search": {"greedy", "beam", "sampling"},
 }
 

@@ -13,7 +13,7 @@ from nmtkit.models import Seq2Seq
 from nmtkit.models.attention.additive import AdditiveAttention
 from nmtkit.registry import DecoderState, EncoderOutput
 from nmtkit.search import BeamSearch, GreedySearch, SamplingSearch
-from tests.unit.test_models import random_ids, tiny_model
+from tests.unit.test_models import VOCAB, random_ids, tiny_model
 
 LENGTHS = [3, 7, 5]  # a padded batch: the first and last sentences carry padding
 
@@ -81,9 +81,20 @@ def test_decoder_gru_step_equals_torch_gru_cell_with_the_same_weights() -> None:
     torch.testing.assert_close(found, expected, atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("readout_state", ["current", "previous"])
-def test_teacher_forcing_gives_the_log_probs_of_step_by_step_decoding(readout_state: str) -> None:
-    model = tiny_model("model.init_scale=0.5", f"model.decoder.readout_state={readout_state}")
+# cgru's logits at init_scale 0.5 spread 10x wider than gru's (std 21 against 2.4), so fp32's
+# rounding of two equal computations differs by 7e-4 there; at 0.2 they agree to 2e-6.
+@pytest.mark.parametrize(
+    ("decoder", "readout_state", "scale"),
+    [("gru", "current", 0.5), ("gru", "previous", 0.5), ("cgru", "current", 0.2)],
+)
+def test_teacher_forcing_gives_the_log_probs_of_step_by_step_decoding(
+    decoder: str, readout_state: str, scale: float
+) -> None:
+    model = tiny_model(
+        f"model.init_scale={scale}",
+        f"model.decoder.name={decoder}",
+        f"model.decoder.readout_state={readout_state}",
+    )
     src, tgt = random_ids([4, 6]), random_ids([5, 3], seed=1)
     batch = collate(src, tgt, [0, 1])
     with torch.no_grad():
@@ -96,6 +107,49 @@ def test_teacher_forcing_gives_the_log_probs_of_step_by_step_decoding(readout_st
             state = out.state
     stepped = torch.stack(steps, dim=1)[batch.tgt_out != PAD_ID]  # [N, V]
     torch.testing.assert_close(forced, stepped, atol=1e-5, rtol=0)
+
+
+def test_conditional_gru_step_is_two_torch_gru_cells_around_the_attention() -> None:
+    """cgru (Nematus): s'_i = GRU_1(s_{i-1}, E y_{i-1}); c_i attended from s'_i;
+    s_i = GRU_2(s'_i, c_i), each with torch's gate order r, z, n."""
+    model = tiny_model("model.init_scale=0.5", "model.decoder.name=cgru")
+    decoder = model.decoder
+    encoder_out = encode(model, random_ids(LENGTHS))
+    state = model.init_state(encoder_out)
+    state = state.advance(torch.randn_like(state.hidden), state.prev_weights)  # any s_{i-1}
+    prev = torch.tensor([5, 9, 4])  # y_{i-1}
+
+    embed_size, context_size = decoder.embed.embedding_dim, encoder_out.annotations.size(-1)
+    first = nn.GRUCell(embed_size, decoder.hidden_size)
+    second = nn.GRUCell(context_size, decoder.hidden_size)
+    with torch.no_grad():
+        first.weight_ih.copy_(decoder.input_from_embed.weight)
+        first.bias_ih.copy_(decoder.input_from_embed.bias)
+        first.weight_hh.copy_(decoder.hidden_to_gates.weight)
+        first.bias_hh.copy_(decoder.hidden_to_gates.bias)
+        second.weight_ih.copy_(decoder.input_from_context.weight)
+        second.bias_ih.zero_()
+        second.weight_hh.copy_(decoder.proposal_to_gates.weight)
+        second.bias_hh.copy_(decoder.proposal_to_gates.bias)
+        proposal = first(decoder.embed(prev), state.hidden)  # s'_i
+        attended = decoder.attention(proposal, state)  # from s'_i
+        expected = second(attended.context, proposal)
+        found = model.decode_step(prev, state)
+    torch.testing.assert_close(found.state.hidden, expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(found.weights, attended.weights, atol=1e-6, rtol=0)
+
+
+def test_conditional_gru_attends_after_reading_the_previous_word() -> None:
+    """Unlike RNNsearch's decoder (test_models.py), cgru's attention at step i reads y_{i-1}."""
+    model = tiny_model("model.init_scale=1.0", "model.decoder.name=cgru")
+    src, tgt = random_ids([6]), random_ids([5], seed=1)
+    i = 3
+    changed = [list(tgt[0])]
+    changed[0][i - 1] = (changed[0][i - 1] - 4 + 1) % (VOCAB - 4) + 4
+    w = model.force_decode(collate(src, tgt, [0]))[0]  # [T, S]
+    w_changed = model.force_decode(collate(src, changed, [0]))[0]
+    assert torch.equal(w[:i], w_changed[:i])  # the steps before the one reading the change
+    assert not torch.allclose(w[i], w_changed[i], atol=1e-6)  # the step reading it attends anew
 
 
 @pytest.mark.parametrize(("readout_state", "moves"), [("previous", False), ("current", True)])

@@ -334,8 +334,8 @@ every step, weights that are one-hot on the last real source position, so c_i = 
 fixed sentence vector of Cho et al. (2014), and s_0 = tanh(W_s →h_{Tx}). The decoder is the
 same `gru`.
 
-**The conditional GRU** (`cgru`, `model.decoder.name: cgru`; Sennrich et al., 2017, Nematus;
-the decoder of Marian's `s2s`) moves the attention between two GRU transitions, so that it
+**The conditional GRU** (`cgru`, the default decoder since 2026-12-07; Sennrich et al., 2017,
+Nematus; the decoder of Marian's `s2s`; the `rnnsearch-paper` and `tiny` presets keep `gru`) moves the attention between two GRU transitions, so that it
 attends from a state that has read y_{i-1}:
 
     1. s'_i = GRU_1(s_{i-1}, E y_{i-1})                                   [B, D]

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from nmtkit import __version__, registry
-from nmtkit.config import Config, ModelConfig, components, config_from_dict
+from nmtkit.config import Config, components, config_from_dict
 from nmtkit.data.text import PAD_ID, TextPipeline, TextSettings
 from nmtkit.errors import CheckpointError, ConfigError, NmtkitError, PluginError
 from nmtkit.models import Seq2Seq
@@ -49,6 +49,9 @@ KEPT_NAME = re.compile(r"checkpoint_(\d+)\.pt")  # checkpoint_<update>.pt (train
 RENAMED_PARAMETERS: dict[str, dict[str, str]] = {
     "gru": {"decoder.readout_state.": "decoder.readout_hidden."},  # U_o
 }
+# The decoder of a saved config that names none: `gru`, the default when such files were
+# written (the default is `cgru` since 2026-12-07, and every config since names its decoder).
+UNNAMED_DECODER = "gru"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -260,11 +263,21 @@ def load_train_state(path: Path) -> dict[str, Any]:
     return state
 
 
+def with_decoder_named(config: dict[str, Any]) -> dict[str, Any]:
+    """A saved config (as a dict) whose decoder names itself: :data:`UNNAMED_DECODER` where it
+    names none, so that a file written before the default changed rebuilds the model it holds."""
+    model = config.get("model", {})
+    decoder = model.get("decoder", {}) if isinstance(model, dict) else None
+    if not isinstance(decoder, dict) or "name" in decoder:
+        return config
+    return {**config, "model": {**model, "decoder": {**decoder, "name": UNNAMED_DECODER}}}
+
+
 def renamed_parameters(weights: dict[str, Any], *, config: dict[str, Any]) -> dict[str, Any]:
     """A saved model state with its parameters under today's names (:data:`RENAMED_PARAMETERS`
     for the decoder that ``config``, the saved config as a dict, names); in order."""
-    decoder = config.get("model", {}).get("decoder", {})
-    name = decoder.get("name", ModelConfig().decoder.name) if isinstance(decoder, dict) else ""
+    decoder = with_decoder_named(config).get("model", {}).get("decoder", {})
+    name = decoder.get("name", "") if isinstance(decoder, dict) else ""
     renames = RENAMED_PARAMETERS.get(name)
     if not renames:
         return weights
@@ -402,7 +415,7 @@ def load_model(path: str | Path, *, device: str | torch.device = "cpu") -> Loade
         )
     check_providers(payload.get("providers", {}), where=str(path))
     try:
-        config = config_from_dict(payload["config"])
+        config = config_from_dict(with_decoder_named(payload["config"]))
     except (PluginError, ConfigError) as exc:
         raise CheckpointError(
             f"cannot rebuild the model: {exc}",

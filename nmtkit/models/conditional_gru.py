@@ -6,12 +6,14 @@ search's steps, teacher forcing)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 
 from nmtkit.models.decoders import GRUDecoder, gru_transition
 from nmtkit.models.initialization import orthogonal_gates
-from nmtkit.registry import AttentionScorer, DecoderState, register
+from nmtkit.registry import DecoderState, register
 
 
 @register("decoder", "cgru")
@@ -25,26 +27,9 @@ class ConditionalGRUDecoder(GRUDecoder):
         "maxout readout"
     )
 
-    def __init__(
-        self,
-        config: GRUDecoder.Config,
-        *,
-        vocab_size: int,
-        embed_size: int,
-        annotation_size: int,
-        summary_size: int,
-        attention: AttentionScorer,
-        dropout: float,
-    ) -> None:
-        super().__init__(
-            config,
-            vocab_size=vocab_size,
-            embed_size=embed_size,
-            annotation_size=annotation_size,
-            summary_size=summary_size,
-            attention=attention,
-            dropout=dropout,
-        )
+    def __init__(self, config: GRUDecoder.Config, **sizes_and_parts: Any) -> None:
+        """``gru``'s arguments (:class:`~nmtkit.registry.Decoder`'s contract)."""
+        super().__init__(config, **sizes_and_parts)
         d = config.hidden_size
         # GRU_1 is input_from_embed + hidden_to_gates; GRU_2 reads c_i through
         # input_from_context and s'_i through this:

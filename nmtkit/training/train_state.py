@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from nmtkit.checkpoint import with_decoder_named
 from nmtkit.config import Config, config_from_dict
 from nmtkit.errors import CheckpointError
 from nmtkit.models import Seq2Seq
@@ -138,8 +139,8 @@ def restore(
 def _check_same_model(saved: dict[str, Any], model: Seq2Seq, config: Config) -> None:
     """Load the saved weights into ``model``, refusing another model config or vocabulary."""
     # Through the config loader, so that options added since the run was saved take their
-    # defaults (the model they describe is the one the run trained).
-    saved_model = config_from_dict(saved["config"]).to_dict()["model"]
+    # defaults (the model they describe is the one the run trained), the decoder's name aside.
+    saved_model = config_from_dict(with_decoder_named(saved["config"])).to_dict()["model"]
     if saved_model != config.to_dict()["model"]:
         raise CheckpointError(
             "the saved run has another model config",

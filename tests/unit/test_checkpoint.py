@@ -228,6 +228,22 @@ def test_a_checkpoint_with_the_old_name_of_u_o_loads_under_the_new_one(tmp_path:
     assert all(torch.equal(loaded[name], weights[name]) for name in weights)
 
 
+def test_a_checkpoint_whose_config_names_no_decoder_loads_the_gru_it_was_written_with(
+    tmp_path: Path,
+) -> None:
+    """Files written while ``gru`` was the default decoder rebuild a ``gru``, not today's
+    default (``cgru``), whatever their config leaves out."""
+    path = tmp_path / "best.pt"
+    weights = a_model_checkpoint(path, decoder_keys={})
+    payload = torch.load(path, weights_only=True)
+    payload.pop("sha256")
+    del payload["config"]["model"]["decoder"]["name"]
+    ckpt._save(path, payload)
+    loaded = ckpt.load_model(path).model
+    assert type(loaded.decoder).__name__ == "GRUDecoder"
+    assert all(torch.equal(loaded.state_dict()[name], weights[name]) for name in weights)
+
+
 def test_a_train_state_with_the_old_name_of_u_o_loads_under_the_new_one(tmp_path: Path) -> None:
     state = a_state(1)
     weight = torch.ones(4, 2)
@@ -243,5 +259,5 @@ def test_renaming_touches_only_the_decoder_that_renamed_its_parameters() -> None
     weights = {"decoder.readout_state.weight": torch.zeros(1), "encoder.rnn.weight": torch.ones(1)}
     plugin = {"model": {"decoder": {"name": "my-plugin"}}}
     assert ckpt.renamed_parameters(weights, config=plugin) is weights
-    default = ckpt.renamed_parameters(weights, config={"model": {}})  # gru, the default decoder
+    default = ckpt.renamed_parameters(weights, config={"model": {}})  # names none: gru's file
     assert list(default) == ["decoder.readout_hidden.weight", "encoder.rnn.weight"]

@@ -57,16 +57,21 @@ def test_additive_energy_is_v_tanh_of_w_s_plus_u_h_and_padding_gets_no_weight() 
 # ------------------------------------------------------------------------ decoder (A.2.2)
 
 
-def test_decoder_gru_step_equals_torch_gru_cell_with_the_same_weights() -> None:
-    """s_i = GRU(s_{i-1}, [E y_{i-1}; c_i]) with torch's gate order r, z, n."""
-    model = tiny_model("model.init_scale=0.5")
-    decoder = model.decoder
+def any_step(model: Seq2Seq) -> tuple[DecoderState, Tensor, int, int]:
+    """A state s_{i-1} (random) for a padded batch, the previous words y_{i-1}, and the widths
+    of E y and of c_i."""
     encoder_out = encode(model, random_ids(LENGTHS))
     state = model.init_state(encoder_out)
     state = state.advance(torch.randn_like(state.hidden), state.prev_weights)  # any s_{i-1}
     prev = torch.tensor([5, 9, 4])  # y_{i-1}
+    return state, prev, model.decoder.embed.embedding_dim, encoder_out.annotations.size(-1)
 
-    embed_size, context_size = decoder.embed.embedding_dim, encoder_out.annotations.size(-1)
+
+def test_decoder_gru_step_equals_torch_gru_cell_with_the_same_weights() -> None:
+    """s_i = GRU(s_{i-1}, [E y_{i-1}; c_i]) with torch's gate order r, z, n."""
+    model = tiny_model("model.init_scale=0.5")
+    decoder = model.decoder
+    state, prev, embed_size, context_size = any_step(model)
     cell = nn.GRUCell(embed_size + context_size, decoder.hidden_size)
     with torch.no_grad():
         cell.weight_ih.copy_(
@@ -114,12 +119,7 @@ def test_conditional_gru_step_is_two_torch_gru_cells_around_the_attention() -> N
     s_i = GRU_2(s'_i, c_i), each with torch's gate order r, z, n."""
     model = tiny_model("model.init_scale=0.5", "model.decoder.name=cgru")
     decoder = model.decoder
-    encoder_out = encode(model, random_ids(LENGTHS))
-    state = model.init_state(encoder_out)
-    state = state.advance(torch.randn_like(state.hidden), state.prev_weights)  # any s_{i-1}
-    prev = torch.tensor([5, 9, 4])  # y_{i-1}
-
-    embed_size, context_size = decoder.embed.embedding_dim, encoder_out.annotations.size(-1)
+    state, prev, embed_size, context_size = any_step(model)
     first = nn.GRUCell(embed_size, decoder.hidden_size)
     second = nn.GRUCell(context_size, decoder.hidden_size)
     with torch.no_grad():

@@ -44,11 +44,13 @@ def test_the_product_is_fp32_arithmetic_on_fp16_rounded_weights(
 
 
 @needs_fbgemm
-def test_pack_fp16_converts_the_decoders_wide_layers_once() -> None:
-    model = tiny_model()
+@pytest.mark.parametrize("decoder", ["gru", "cgru"])
+def test_pack_fp16_converts_the_decoders_wide_layers_once(decoder: str) -> None:
+    model = tiny_model(f"model.decoder.name={decoder}")
     before = {name: m.weight for name, m in model.decoder.named_modules() if type(m) is nn.Linear}
     names = prepare_weights(model, "packed16")
     assert "decoder.output" in names and "decoder.hidden_to_gates" in names
+    assert ("decoder.proposal_to_gates" in names) == (decoder == "cgru")
     assert "decoder.attention.v" not in names and all(n.startswith("decoder.") for n in names)
     layers = dict(model.decoder.named_modules())
     for name in names:
@@ -73,8 +75,12 @@ def search(model: torch.nn.Module, strategy: object, precision: str) -> list[lis
 
 
 @needs_fbgemm
-def test_search_with_packed_weights_finds_what_fp32_finds() -> None:
-    model = tiny_model("model.init_scale=0.5")
+# An untrained cgru at init_scale 0.5 is chaotic (logits 10x as spread as gru's, std 21
+# against 2.4): fp16-rounded weights change every search there, at 0.2 the scores by 2e-3;
+# at 0.1 by 5e-5, as gru's at 0.5. (Trained models: docs/quality.md, packed16 against fp32.)
+@pytest.mark.parametrize(("decoder", "scale"), [("gru", 0.5), ("cgru", 0.1)])
+def test_search_with_packed_weights_finds_what_fp32_finds(decoder: str, scale: float) -> None:
+    model = tiny_model(f"model.init_scale={scale}", f"model.decoder.name={decoder}")
     strategies = [BeamSearch(BeamSearch.Config(beam_size=3)), GreedySearch(GreedySearch.Config())]
     fp32 = [search(model, strategy, "fp32") for strategy in strategies]
     prepare_weights(model, "packed16")

@@ -19,6 +19,7 @@ from nmtkit import registry
 from nmtkit.config import load_config
 from nmtkit.data.batching import collate
 from nmtkit.models import Seq2Seq, build_model
+from tests.unit.test_models import TINY_DECODERS
 
 SYMBOLS = 10  # ids 4..13
 TRAIN_LENGTHS = (3, 10)
@@ -60,7 +61,7 @@ def reverse_batch(src: list[list[int]]):
 def train(encoder: str, attention: str, updates: int, decoder: str = "gru") -> Seq2Seq:
     torch.manual_seed(0)
     overrides = [f"model.encoder={encoder}", *ENCODER_SIZES[encoder], *NO_DROPOUT[encoder]]
-    overrides += [f"model.attention={attention}", f"model.decoder.name={decoder}"]
+    overrides += [f"model.attention={attention}", *TINY_DECODERS[decoder]]
     config = load_config(preset="tiny", overrides=overrides)
     vocab = 4 + SYMBOLS
     model = build_model(config.model, src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=0)

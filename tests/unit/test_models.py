@@ -14,6 +14,16 @@ from nmtkit.models import Seq2Seq, build_model
 VOCAB = 20
 
 
+# The tiny preset's decoder as `cgru`: naming another component resets its options to that
+# component's defaults (512 wide), so the sizes are named again.
+TINY_CGRU = (
+    "model.decoder.name=cgru",
+    "model.decoder.hidden_size=64",
+    "model.decoder.readout_size=32",
+)
+TINY_DECODERS: dict[str, tuple[str, ...]] = {"gru": (), "cgru": TINY_CGRU}
+
+
 def tiny_model(*overrides: str, seed: int = 0) -> Seq2Seq:
     torch.manual_seed(seed)
     config = load_config(preset="tiny", overrides=list(overrides))

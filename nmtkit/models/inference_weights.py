@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+
 from nmtkit.models.autocast_weights import cast_linear_weights
+from nmtkit.models.embedding_products import fold_embedding_products
 from nmtkit.models.packed_weights import pack_fp16
 from nmtkit.models.quantization import quantize_int8
 from nmtkit.runtime import DTYPES
@@ -16,10 +19,18 @@ if TYPE_CHECKING:
 
 def prepare_weights(model: Seq2Seq, precision: str) -> list[str]:
     """Give ``model`` the weights that ``precision`` (resolved) searches with, in place; return
-    the converted layers' names. ``int8``: the decoder's linear layers in int8 (torchao);
+    the converted layers' names. First, at every precision, the decoder's products of the target
+    embedding become one table (:func:`~nmtkit.models.embedding_products.fold_embedding_products`,
+    in the search's dtype); then ``int8``: the decoder's linear layers in int8 (torchao);
     ``packed16``: the decoder's packed as fp16 for fbgemm; ``bf16``/``fp16``: every castable
-    linear layer's weight cast once, as autocast would per batch; ``fp32``: nothing. The model
-    can no longer be trained or saved as an nmtkit checkpoint after any conversion."""
+    linear layer's weight cast once, as autocast would per batch; ``fp32``: nothing more. The
+    model can no longer be trained or saved as an nmtkit checkpoint after any conversion."""
+    table_dtype = DTYPES.get(precision, torch.float32)  # packed16 and int8 steps run in fp32
+    folded = [f"decoder.{name}" for name in fold_embedding_products(model.decoder, table_dtype)]
+    return folded + _convert_layers(model, precision)
+
+
+def _convert_layers(model: Seq2Seq, precision: str) -> list[str]:
     if precision == "int8":
         return quantize_int8(model)
     if precision == "packed16":

@@ -48,7 +48,8 @@ def test_the_product_is_fp32_arithmetic_on_fp16_rounded_weights(
 def test_pack_fp16_converts_the_decoders_wide_layers_once(decoder: str) -> None:
     model = tiny_model(*TINY_DECODERS[decoder])
     before = {name: m.weight for name, m in model.decoder.named_modules() if type(m) is nn.Linear}
-    names = prepare_weights(model, "packed16")
+    folded, names = split_folded(prepare_weights(model, "packed16"))
+    assert folded == ["decoder.input_from_embed", "decoder.readout_embed"]  # a table now
     assert "decoder.output" in names and "decoder.hidden_to_gates" in names
     assert ("decoder.proposal_to_gates" in names) == (decoder == "cgru")
     assert "decoder.attention.v" not in names and all(n.startswith("decoder.") for n in names)
@@ -59,6 +60,11 @@ def test_pack_fp16_converts_the_decoders_wide_layers_once(decoder: str) -> None:
         assert layer.weight is before[name.removeprefix("decoder.")]
     assert pack_fp16(model.decoder) == []  # nothing left to convert
     assert model.output_layer() is model.decoder.output  # the shortlist still cuts its rows
+
+
+def split_folded(names: list[str]) -> tuple[list[str], list[str]]:
+    """prepare_weights' names: the embedding products folded into a table, then the rest."""
+    return names[:2], names[2:]
 
 
 def search(model: torch.nn.Module, strategy: object, precision: str) -> list[list[Hypothesis]]:

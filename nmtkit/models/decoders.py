@@ -59,7 +59,9 @@ class GRUDecoder(Decoder):
 
     @dataclass(frozen=True, kw_only=True, slots=True)
     class Config:
-        hidden_size: int = 512  # D (paper: 1000)
+        # D (paper: 1000). 384 rather than 512: 30 % more updates in a time budget and +1.58 val
+        # BLEU (beam 5, 2 seeds) after 15 minutes on 2 cores (docs/quality.md).
+        hidden_size: int = 384
         readout_size: int = 256  # M, after maxout over pairs (paper: 500)
         tie_embeddings: bool = False  # share the target embedding with the output projection
         readout_state: str = "current"  # the readout reads s_i (current) or s_{i-1} (previous)

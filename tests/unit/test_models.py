@@ -15,7 +15,7 @@ VOCAB = 20
 
 
 # The tiny preset's decoder as `cgru`: naming another component resets its options to that
-# component's defaults (512 wide), so the sizes are named again.
+# component's defaults (384 wide), so the sizes are named again.
 TINY_CGRU = (
     "model.decoder.name=cgru",
     "model.decoder.hidden_size=64",

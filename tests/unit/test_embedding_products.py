@@ -140,3 +140,4 @@ def test_the_table_refuses_training() -> None:
     model.train()
     with pytest.raises(RuntimeError, match="inference only"):
         model.decoder.embed(torch.tensor([1, 2]))
+

@@ -33,6 +33,8 @@ class FoldedEmbedding(nn.Module):
     """Rows of [E W_1^T + b_1; E W_2^T + b_2; ...] for the token ids given: [..., sum of widths].
     Inference only: there is no embedding left to train or to drop out."""
 
+    table: Tensor  # [V, sum of widths]
+
     def __init__(self, embed: nn.Embedding, layers: list[nn.Linear], dtype: torch.dtype) -> None:
         super().__init__()
         weight = embed.weight.detach().float()  # [V, E]
@@ -83,8 +85,10 @@ def fold_embedding_products(decoder: nn.Module, dtype: torch.dtype = torch.float
     a second call). The output layer keeps its own weight, tied to the embedding or not."""
     if not foldable(decoder):
         return []
+    embed = decoder.embed
+    assert isinstance(embed, nn.Embedding)  # foldable says so
     layers = [getattr(decoder, name) for name in FOLDED_LAYERS]
-    folded = FoldedEmbedding(decoder.embed, layers, dtype)
+    folded = FoldedEmbedding(embed, layers, dtype)
     folded.train(decoder.training)  # a loaded model is in eval mode; a training one will refuse
     decoder.embed = folded
     start = 0

@@ -39,7 +39,7 @@ def test_one_kind_and_json() -> None:
     assert {i.kind for i in items} == {"attention"}
     decoded = json.loads(catalog_json(items))
     additive = next(d for d in decoded if d["name"] == "additive")
-    assert additive["options"] == [{"name": "hidden_size", "type": "int", "default": 512}]
+    assert additive["options"] == [{"name": "hidden_size", "type": "int", "default": 256}]
 
 
 def test_an_unknown_kind_is_bad_usage() -> None:

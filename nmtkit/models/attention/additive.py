@@ -19,7 +19,7 @@ class AdditiveAttention(SoftmaxAttention):
 
     @dataclass(frozen=True, kw_only=True, slots=True)
     class Config:
-        hidden_size: int = 512  # A (paper: 1000)
+        hidden_size: int = 256  # A (paper: 1000)
 
     def __init__(self, config: Config, *, query_size: int, key_size: int) -> None:
         super().__init__(config, query_size=query_size, key_size=key_size)

@@ -18,19 +18,22 @@ import torch
 
 from nmtkit import checkpoint as ckpt
 from nmtkit.config import dump_yaml
-from nmtkit.errors import CheckpointError, ConfigError
+from nmtkit.errors import CheckpointError, ConfigError, DataError
 from nmtkit.outputs import atomic_write, check_writable, check_writable_dir
+from nmtkit.shortlist.table import Shortlist
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AverageResult:
-    """What :func:`average_checkpoints` wrote: the checkpoint file, and the updates of the
-    checkpoints it averages, in the order given."""
+    """What :func:`average_checkpoints` wrote: the checkpoint file, the updates of the
+    checkpoints it averages, in the order given, and the shortlist it carried into the output
+    model directory (None when it wrote none)."""
 
     path: Path
     steps: tuple[int, ...]
+    shortlist: Path | None = None
 
 
 def last_checkpoints(model_dir: Path, num: int) -> list[Path]:
@@ -131,11 +134,35 @@ def average_checkpoints(
             {"path": str(path), "step": step} for path, step in zip(files, steps, strict=True)
         ],
     )
+    shortlist = None
     if target != output:
         with atomic_write(output / ckpt.CONFIG) as stream:
             stream.write(dump_yaml(last.config))
+        shortlist = _carry_shortlist(files, output, fingerprint=last.vocab.fingerprint)
     log.info("averaged %d checkpoints (updates %s) into %s", len(files), _steps(steps), target)
-    return AverageResult(path=target, steps=tuple(steps))
+    return AverageResult(path=target, steps=tuple(steps), shortlist=shortlist)
+
+
+def _carry_shortlist(files: Sequence[Path], output: Path, *, fingerprint: str) -> Path | None:
+    """Write the vocabulary shortlist of the averaged checkpoints' model directory (the last
+    one's first) into ``output``, checked against the vocabulary ``fingerprint``, and return
+    where it is (``output`` that is their directory keeps its own); None when none of their
+    directories holds a usable one (a warning says why for a damaged or foreign one)."""
+    destination = output / ckpt.SHORTLIST
+    for folder in dict.fromkeys(path.parent for path in reversed(files)):
+        source = folder / ckpt.SHORTLIST
+        if not source.is_file():
+            continue
+        if source.resolve() == destination.resolve():
+            return destination
+        try:
+            Shortlist.load(source, fingerprint=fingerprint).save(destination)
+        except DataError as exc:
+            log.warning("%s not carried into %s: %s", ckpt.SHORTLIST, output, exc)
+            continue
+        log.info("carried %s into %s (for translate --shortlist)", source, output)
+        return destination
+    return None
 
 
 def _resolve_inputs(paths: Sequence[str | Path]) -> list[Path]:

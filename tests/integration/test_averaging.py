@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -66,7 +67,13 @@ def test_the_averaged_last_checkpoints_load_everywhere_a_model_does(
 ) -> None:
     result = invoke(["average", str(kept_run), "--last", "3", "-o", str(tmp_path / "avg")])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in (tmp_path / "avg").iterdir()) == ["best.pt", "config.yaml"]
+    # the training run's shortlist comes along: it belongs to the data and vocabulary
+    assert (kept_run / "shortlist.npz").is_file()
+    assert sorted(p.name for p in (tmp_path / "avg").iterdir()) == [
+        "best.pt",
+        "config.yaml",
+        "shortlist.npz",
+    ]
     payload = torch.load(tmp_path / "avg" / "best.pt", weights_only=True)
     assert [(s["step"], Path(s["path"]).name) for s in payload["averaged_from"]] == [
         (8, "checkpoint_8.pt"),
@@ -75,9 +82,12 @@ def test_the_averaged_last_checkpoints_load_everywhere_a_model_does(
     ]
     assert payload["step"] == 11
     lines = (toy_data / "valid.raw.src").read_text().splitlines()
-    translated = invoke(["translate", "-m", str(tmp_path / "avg")], input="\n".join(lines) + "\n")
-    assert translated.exit_code == 0, translated.output
-    assert len(translated.stdout.splitlines()) == len(lines)
+    for extra in ([], ["--shortlist"]):
+        translated = invoke(
+            ["translate", "-m", str(tmp_path / "avg"), *extra], input="\n".join(lines) + "\n"
+        )
+        assert translated.exit_code == 0, translated.output
+        assert len(translated.stdout.splitlines()) == len(lines)
     (tmp_path / "hyp").write_text(translated.stdout)
     pairs = ["--source", str(toy_data / "valid.raw.src"), "--target", str(tmp_path / "hyp")]
     for command in (["align"], ["score-pairs"]):
@@ -89,9 +99,24 @@ def test_the_averaged_last_checkpoints_load_everywhere_a_model_does(
 def test_one_checkpoint_averages_to_itself(kept_run: Path, tmp_path: Path) -> None:
     result = average_checkpoints([kept_run / "checkpoint_10.pt"], tmp_path / "one.pt")
     assert result.steps == (10,)
+    assert result.shortlist is None and not (tmp_path / "shortlist.npz").exists()  # a file
     original, averaged = weights(kept_run / "checkpoint_10.pt"), weights(tmp_path / "one.pt")
     assert original.keys() == averaged.keys()
     assert all(torch.equal(original[name], averaged[name]) for name in original)
+
+
+def test_a_damaged_shortlist_is_left_behind_with_a_warning(
+    kept_run: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = tmp_path / "run"
+    source.mkdir()
+    shutil.copy(kept_run / "checkpoint_11.pt", source)
+    (source / "shortlist.npz").write_bytes(b"not a shortlist")
+    with caplog.at_level(logging.WARNING, logger="nmtkit"):
+        result = average_checkpoints([source / "checkpoint_11.pt"], tmp_path / "avg")
+    assert result.shortlist is None
+    assert sorted(p.name for p in (tmp_path / "avg").iterdir()) == ["best.pt", "config.yaml"]
+    assert "shortlist.npz not carried into" in caplog.text
 
 
 def test_two_checkpoints_average_to_their_mean(kept_run: Path, tmp_path: Path) -> None:

@@ -63,6 +63,10 @@ class ModelConfig:
     # minutes of training (docs/quality.md); a run that sees few epochs trains with less
     # (train.short_run_dropout).
     dropout: float = 0.3
+    # Dropout on the annotations h_j as well, at the same probability: each decoder step's
+    # attention reads them dropped out (Nematus drops out its hidden layers so). Off: level
+    # validation BLEU after 30 minutes, one seed (docs/quality.md).
+    dropout_annotations: bool = False
     init: str = "uniform"  # uniform | paper (Bahdanau et al., 2015, B.1; ignores init_scale)
     init_scale: float = 0.1  # uniform: every parameter ~ uniform(-init_scale, init_scale)
     # the source embedding is the target's (a joint vocabulary; with decoder.tie_embeddings,

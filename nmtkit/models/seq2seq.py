@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import torch
@@ -51,6 +52,8 @@ class Seq2Seq(nn.Module):
         if config.share_embeddings:
             self.src_embed = self._shared_embedding(src_vocab_size, tgt_vocab_size)
         self.dropout = nn.Dropout(config.dropout)
+        # on the annotations h_j: model.dropout_annotations
+        self.annotation_dropout = nn.Dropout(config.dropout) if config.dropout_annotations else None
 
     def _shared_embedding(self, src_vocab_size: int, tgt_vocab_size: int) -> nn.Embedding:
         """The decoder's target embedding, for the source side too (``share_embeddings``).
@@ -74,9 +77,11 @@ class Seq2Seq(nn.Module):
         return shared
 
     def model_dropouts(self) -> list[nn.Dropout]:
-        """The dropouts that ``model.dropout`` sets: on the source embeddings, and every one of
-        the decoder's (it is given that one probability: target embeddings, the readout)."""
-        return [self.dropout, *(m for m in self.decoder.modules() if isinstance(m, nn.Dropout))]
+        """The dropouts that ``model.dropout`` sets: on the source embeddings, on the
+        annotations (``dropout_annotations``), and every one of the decoder's (it is given that
+        one probability: target embeddings, the readout)."""
+        own = [self.dropout, self.annotation_dropout]
+        return [m for m in (*own, *self.decoder.modules()) if isinstance(m, nn.Dropout)]
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Draw every parameter as ``model.init`` says (:func:`~nmtkit.models.initialization.
@@ -86,7 +91,10 @@ class Seq2Seq(nn.Module):
     def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
         """Encode source ids [B, S] (each ending in EOS) of real lengths [B]."""
         pad_mask = src == self.pad_id  # [B, S]
-        return self.encoder(self.dropout(self.src_embed(src)), lengths, pad_mask)
+        out = self.encoder(self.dropout(self.src_embed(src)), lengths, pad_mask)
+        if self.annotation_dropout is None:
+            return out
+        return dataclasses.replace(out, annotations=self.annotation_dropout(out.annotations))
 
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
         return self.decoder.init_state(encoder_out)

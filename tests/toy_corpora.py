@@ -35,9 +35,12 @@ def toy_config(
     train: list[tuple[str, str]],
     valid: list[tuple[str, str]],
     clean: CleanSettings | None = None,
+    *,
+    trim_target_vocab: bool = True,
 ) -> PreprocessConfig:
     """Write a toy corpus into ``folder`` and return the config that preprocesses it into
-    ``folder/data`` with a tiny joint vocabulary (and ``clean``'s cleaning, default if None)."""
+    ``folder/data`` with a tiny joint vocabulary (and ``clean``'s cleaning, default if None;
+    ``trim_target_vocab`` False keeps the joint ids on the target side)."""
     write_pairs(folder / "train", train)
     write_pairs(folder / "valid", valid)
     return PreprocessConfig(
@@ -49,14 +52,19 @@ def toy_config(
         text=TextSettings(normalize=False),
         clean=clean or CleanSettings(),
         vocab_size=40,
+        trim_target_vocab=trim_target_vocab,
     )
 
 
 def preprocess_toy(
-    folder: Path, train: list[tuple[str, str]], valid: list[tuple[str, str]]
+    folder: Path,
+    train: list[tuple[str, str]],
+    valid: list[tuple[str, str]],
+    *,
+    trim_target_vocab: bool = True,
 ) -> Path:
     """Preprocess a toy corpus into ``folder/data`` with a tiny joint vocabulary."""
-    preprocess(toy_config(folder, train, valid))
+    preprocess(toy_config(folder, train, valid, trim_target_vocab=trim_target_vocab))
     return folder / "data"
 
 

@@ -43,6 +43,14 @@ def preprocess(
             "--joint/--separate", help="One subword model for both languages, or one each."
         ),
     ] = True,
+    trim_target_vocab: Annotated[
+        bool,
+        typer.Option(
+            "--trim-target-vocab/--keep-target-vocab",
+            help="Give the target only the subword pieces its training side uses (a smaller "
+            "output layer); keep them all for model.share_embeddings.",
+        ),
+    ] = True,
     normalize: Annotated[
         bool, typer.Option("--normalize/--no-normalize", help="Moses punctuation normalization.")
     ] = True,
@@ -133,6 +141,7 @@ def preprocess(
             subword=subword,
             vocab_size=vocab_size,
             joint=joint,
+            trim_target_vocab=trim_target_vocab,
             sampled_segmentations=sampled_segmentations,
             sampling_alpha=sampling_alpha,
             subword_sample=subword_sample,

@@ -22,7 +22,6 @@ from nmtkit.data.datadir import (
     build_manifest,
     check_destdir,
     sampled_name,
-    spm_model_name,
     staged_dir,
     write_manifest,
 )
@@ -38,7 +37,7 @@ from nmtkit.data.text import (
     TextPipeline,
     TextSettings,
 )
-from nmtkit.data.trainset import build_train_split, corpus_pairs, text_lines
+from nmtkit.data.trainset import build_train_split, corpus_pairs, model_file, text_lines
 from nmtkit.data.workers import ChunkPool, resolve_workers
 from nmtkit.errors import ConfigError, unknown_name
 from nmtkit.files import check_line_counts, count_lines, resolve_corpus
@@ -66,6 +65,10 @@ class PreprocessConfig:
         subword: SentencePiece model type, ``bpe`` or ``unigram``.
         vocab_size: SentencePiece vocabulary size (an upper bound on tiny corpora).
         joint: one SentencePiece model for both languages, else one per language.
+        trim_target_vocab: give the target side its own model, trimmed to the pieces its
+            training sentences use (:mod:`nmtkit.data.target_vocab`), as ``spm.{tgt}.model``:
+            a smaller output layer. Off, the target ids are the (joint) model's, which
+            ``model.share_embeddings`` needs.
         sampled_segmentations: also write the training pairs this many times more, each
             time with a segmentation sampled by SentencePiece (subword regularization, Kudo
             2018; BPE-dropout, Provilkov et al. 2020), as ``train.sampled{k}.{lang}``; training
@@ -95,6 +98,7 @@ class PreprocessConfig:
     subword: str = "bpe"
     vocab_size: int = 8000
     joint: bool = True
+    trim_target_vocab: bool = True
     sampled_segmentations: int = 0
     sampling_alpha: float = 0.1
     subword_sample: int = 1_000_000
@@ -213,7 +217,7 @@ def preprocess(config: PreprocessConfig, *, workers: int = 1) -> PreprocessSumma
             splits={s.name: dataclasses.asdict(s) for s in splits},
             clean_counts=clean_counts,
             vocab_sizes=vocab_sizes,
-            spm_models={lang: spm_model_name(lang, joint=config.joint) for lang in config.langs},
+            spm_models={lang: model_file(config, lang) for lang in config.langs},
             dtypes={
                 f"{name}.{lang}": _dtype(tmp, name, lang)
                 for name in [*(s.name for s in splits), *sampled]

@@ -14,6 +14,7 @@ import sentencepiece as spm
 from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 
 from nmtkit.data.dedup import DigestSet, pair_digests
+from nmtkit.data.target_vocab import emitted_size
 from nmtkit.errors import ConfigError, DataError, unknown_name
 
 PAD_ID = 0
@@ -103,6 +104,8 @@ class TextPipeline:
         self.lang = lang
         self._spm_model = bytes(spm_model)
         self._processor = load_sentencepiece(self._spm_model, where=f"spm model for '{lang}'")
+        # A trimmed target model (nmtkit.data.target_vocab) writes the ids below this alone.
+        self._vocab_size = emitted_size(self._processor)
         self._preparer = TextPreparer(settings, lang)
         self._detokenizer = MosesDetokenizer(lang) if settings.moses_tokenize else None
 
@@ -112,8 +115,9 @@ class TextPipeline:
 
     @property
     def vocab_size(self) -> int:
-        """The number of subword ids, special ids included."""
-        return int(self._processor.get_piece_size())
+        """The number of subword ids, special ids included (of a trimmed target model, the
+        ids it writes: :func:`nmtkit.data.target_vocab.emitted_size`)."""
+        return self._vocab_size
 
     @property
     def spm_model(self) -> bytes:

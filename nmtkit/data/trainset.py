@@ -19,6 +19,7 @@ from rich.progress import Progress, TaskID
 from nmtkit.data.datadir import CorpusFile, sampled_name, spm_model_name
 from nmtkit.data.dataset import bin_path, idx_path, read_chunks, read_lengths, write_chunks
 from nmtkit.data.dedup import DuplicateFinder, DuplicateMask
+from nmtkit.data.target_vocab import emitted_size, remap_ids, trim_vocabulary, used_ids
 from nmtkit.data.text import PairCleaner, load_sentencepiece, train_sentencepiece
 from nmtkit.data.workers import (
     CHUNK_LINES,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _SAMPLE_BLOCK = 1 << 20  # pairs given random keys at a time while sampling
+_REMAP_BLOCK = 1 << 22  # target ids renumbered at a time when its vocabulary is trimmed
 
 
 def build_train_split(
@@ -77,8 +79,43 @@ def build_train_split(
             write_chunks(tmp / f"{name}.encoded.{lang}", encoded)
         prepared[lang].unlink()
     clean_counts["too_many_pieces"] = _bound(config, tmp, corpora[0].path, names)
+    if config.trim_target_vocab:
+        models[config.tgt_lang] = _trim_target(config, models[config.tgt_lang], tmp, names)
     log.info("binarized train")
     return clean_counts, models
+
+
+def model_file(config: PreprocessConfig, lang: str) -> str:
+    """The file name of the SentencePiece model that serves ``lang`` in the data dir: the
+    target has one of its own when its vocabulary is trimmed."""
+    own = not config.joint or (config.trim_target_vocab and lang == config.tgt_lang)
+    return spm_model_name(lang, joint=not own)
+
+
+def _trim_target(config: PreprocessConfig, model: bytes, tmp: Path, names: list[str]) -> bytes:
+    """Trim the target's model to the pieces of its training sentences (every segmentation
+    in ``names``), write it as the target's own model and renumber the target datasets to its
+    ids, in place, a chunk at a time; return it."""
+    lang = config.tgt_lang
+    joint_name = spm_model_name(lang, joint=config.joint)
+    size = load_sentencepiece(model, where=joint_name).get_piece_size()
+    tokens = [np.load(bin_path(tmp / f"{name}.{lang}"), mmap_mode="r") for name in names]
+    trimmed, new_ids = trim_vocabulary(model, used_ids(tokens, size))
+    del tokens
+    for name in names:
+        ids = np.load(bin_path(tmp / f"{name}.{lang}"), mmap_mode="r+")
+        for start in range(0, len(ids), _REMAP_BLOCK):
+            block = ids[start : start + _REMAP_BLOCK]
+            block[:] = remap_ids(np.asarray(block), new_ids)
+        ids.flush()
+        del ids
+    with atomic_write(tmp / model_file(config, lang), "wb") as stream:
+        stream.write(trimmed)
+    kept = emitted_size(load_sentencepiece(trimmed, where=model_file(config, lang)))
+    log.info(
+        "trimmed the %s vocabulary to the %d of %d pieces its training side uses", lang, kept, size
+    )
+    return trimmed
 
 
 def corpus_pairs(

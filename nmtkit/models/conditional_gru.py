@@ -40,6 +40,10 @@ class ConditionalGRUDecoder(GRUDecoder):
         super().init_paper_parameters(generator)
         orthogonal_gates(self.proposal_to_gates.weight, self.hidden_size, generator=generator)
 
+    def step_layers(self) -> tuple[nn.Linear, ...]:
+        """``gru``'s step layers and GRU_2's recurrent one."""
+        return (*super().step_layers(), self.proposal_to_gates)
+
     def _recur(self, embed_gates: Tensor, state: DecoderState) -> tuple[Tensor, Tensor, Tensor]:
         """One step from s_{i-1}: return s_i [B, D], c_i [B, C], alpha_i [B, S]."""
         hidden = state.hidden

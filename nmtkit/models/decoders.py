@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from nmtkit.errors import ConfigError, unknown_name
+from nmtkit.models.deferred_grads import deferred_weight_grads
 from nmtkit.models.initialization import orthogonal_gates
 from nmtkit.registry import (
     AttentionScorer,
@@ -142,6 +143,10 @@ class GRUDecoder(Decoder):
         hidden = gru_transition(gates_in, self.hidden_to_gates(hidden), hidden)  # s_i [B, D]
         return hidden, context, weights
 
+    def step_layers(self) -> tuple[nn.Linear, ...]:
+        """The linear layers that :meth:`_recur` calls on [B, ...] inputs at every step."""
+        return (self.input_from_context, self.hidden_to_gates)
+
     def _readout(self, hidden: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
         """Maxout deep output t_i over (s, E y_{i-1}, c_i), s = s_i or s_{i-1}: [..., M]."""
         pre = (
@@ -162,13 +167,15 @@ class GRUDecoder(Decoder):
         hiddens = [state.hidden] if self.readout_from_previous else []
         contexts, weights = [], []
         # unbind, not embed_gates[:, i]: the backward of T slices would zero-fill T full-size
-        # gradients; unbind's backward stacks them once.
-        for gates in embed_gates.unbind(dim=1):
-            hidden, context, alpha = self._recur(gates, state)
-            state = state.advance(hidden, alpha)
-            hiddens.append(hidden)
-            contexts.append(context)
-            weights.append(alpha)
+        # gradients; unbind's backward stacks them once. The step layers' weight gradients are
+        # taken once for all steps (nmtkit.models.deferred_grads).
+        with deferred_weight_grads(*self.step_layers()):
+            for gates in embed_gates.unbind(dim=1):
+                hidden, context, alpha = self._recur(gates, state)
+                state = state.advance(hidden, alpha)
+                hiddens.append(hidden)
+                contexts.append(context)
+                weights.append(alpha)
         states = torch.stack(hiddens[: len(contexts)], dim=1)  # [B, T, D]
         readout = self._readout(states, embedded, torch.stack(contexts, dim=1))  # [B, T, M]
         return DecoderOutput(readout=readout, weights=torch.stack(weights, dim=1))  # [B, T, S]

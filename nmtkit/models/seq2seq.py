@@ -72,7 +72,7 @@ class Seq2Seq(nn.Module):
                 f"share_embeddings needs one vocabulary for both sides, got {src_vocab_size} "
                 f"source and {tgt_vocab_size} target pieces",
                 where="model.share_embeddings",
-                hint="preprocess with a joint SentencePiece model (the default)",
+                hint="preprocess with --joint (the default) and --keep-target-vocab",
             )
         return shared
 

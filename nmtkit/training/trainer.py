@@ -114,7 +114,7 @@ def _train(
             "share_embeddings needs one SentencePiece model for both languages, and this data "
             "has one per language",
             where=f"{data_dir}: model.share_embeddings",
-            hint="preprocess with a joint SentencePiece model (the default)",
+            hint="preprocess with --joint (the default) and --keep-target-vocab",
         )
     if dist.restarts and not resume and holds_train_state(model_dir):
         log.info("torchrun restart %d: resuming the run saved in %s", dist.restarts, model_dir)

@@ -209,12 +209,15 @@ def test_attention_is_the_word_matrix_the_links_are_read_off(
         assert len(attention["weights"]) == len(attention["target"]) >= 2
         assert attention["target"][:2] == ["Ein", "Mann"]
         links = sorted(tuple(map(int, link.split("-"))) for link in answer["alignment"].split())
-        argmax = []
-        for j, row in enumerate(attention["weights"]):
+        rows = attention["weights"]
+        for row in rows:
             assert len(row) == len(attention["source"])
             assert sum(row) == pytest.approx(1.0, abs=1e-3)
-            argmax.append((row.index(max(row)), j))
-        assert links == sorted(argmax)
+        # One link a target word, at its row's largest weight: within the answer's rounding to
+        # 4 decimals, where a barely trained model's near-uniform rows may tie.
+        assert sorted(j for _, j in links) == list(range(len(rows)))
+        for i, j in links:
+            assert rows[j][i] >= max(rows[j]) - 1e-4
     without = server.post({"text": sources[0], "attention": True}).json()["translations"][0]
     assert "attention" in without and "alignment" not in without
 

@@ -24,7 +24,9 @@ SHARED = [
 
 
 def test_shared_embeddings_train_and_load_as_one_table(tmp_path: Path) -> None:
-    data = preprocess_toy(tmp_path, reverse_pairs(200, seed=1), reverse_pairs(20, seed=2))
+    data = preprocess_toy(
+        tmp_path, reverse_pairs(200, seed=1), reverse_pairs(20, seed=2), trim_target_vocab=False
+    )
     train(data, tmp_path / "model", load_config(preset="tiny", overrides=SHARED))
     model = load_model(tmp_path / "model").model
     table = model.decoder.target_embedding()
@@ -42,3 +44,15 @@ def test_sharing_is_refused_on_data_with_a_vocabulary_per_language(tmp_path: Pat
     with pytest.raises(ConfigError, match="one SentencePiece model for both languages") as caught:
         train(tmp_path / "data", tmp_path / "model", load_config(preset="tiny", overrides=SHARED))
     assert str(tmp_path / "data") in str(caught.value)
+
+
+def test_sharing_is_refused_on_data_with_a_trimmed_target_vocabulary(tmp_path: Path) -> None:
+    # A joint model, but the target side writes upper case only: trimming drops the lower case.
+    train_pairs, valid_pairs = (
+        [(src, tgt.upper()) for src, tgt in reverse_pairs(n, seed=seed)]
+        for n, seed in ((200, 1), (20, 2))
+    )
+    preprocess(toy_config(tmp_path, train_pairs, valid_pairs))
+    with pytest.raises(ConfigError, match="one SentencePiece model for both languages") as caught:
+        train(tmp_path / "data", tmp_path / "model", load_config(preset="tiny", overrides=SHARED))
+    assert "--keep-target-vocab" in (caught.value.hint or "")

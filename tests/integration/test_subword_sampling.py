@@ -70,8 +70,9 @@ def test_the_samples_hold_the_same_pairs_in_other_segmentations(data_dir: Path) 
     manifest = json.loads((data_dir / "manifest.json").read_text("utf-8"))
     sampled = manifest["splits"]["train"]["sampled"]
     assert [entry["name"] for entry in sampled] == ["train.sampled1", "train.sampled2"]
-    processor = spm.SentencePieceProcessor(model_file=str(data_dir / "spm.model"))
-    for lang in ("en", "de"):
+    for lang in ("en", "de"):  # the target reads its own, trimmed model
+        model = data_dir / manifest["spm_models"][lang]
+        processor = spm.SentencePieceProcessor(model_file=str(model))
         best = TokenDataset(data_dir / f"train.{lang}")
         samples = [TokenDataset(data_dir / f"train.sampled{k}.{lang}") for k in (1, 2)]
         assert all(len(sample) == len(best) == NUM_TRAIN for sample in samples)

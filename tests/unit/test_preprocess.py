@@ -89,6 +89,7 @@ def test_data_dir_holds_models_datasets_raw_heldout_and_manifest(
     expected = {
         "manifest.json",
         "spm.model",
+        "spm.de.model",  # the target's own, trimmed to the pieces its training side uses
         "valid.raw.en",
         "valid.raw.de",
         "test.raw.en",
@@ -115,8 +116,9 @@ def test_manifest_records_inputs_settings_and_counts(
     assert test_de["sha256"] == hashlib.sha256((corpus / "test.de.gz").read_bytes()).hexdigest()
     assert test_de["num_lines"] == NUM_HELDOUT
     assert manifest["special_ids"] == {"pad": 0, "unk": 1, "bos": 2, "eos": 3}
-    assert manifest["vocab_sizes"] == {"en": 500, "de": 500} == summary.vocab_sizes
-    assert manifest["spm_models"] == {"en": "spm.model", "de": "spm.model"}
+    assert manifest["vocab_sizes"] == summary.vocab_sizes
+    assert manifest["vocab_sizes"]["en"] == 500 > manifest["vocab_sizes"]["de"]
+    assert manifest["spm_models"] == {"en": "spm.model", "de": "spm.de.model"}
     train = manifest["splits"]["train"]
     assert train["num_lines"] == train["num_sentences"] == NUM_TRAIN
     assert train["datasets"]["de"] == {"prefix": "train.de", "dtype": "uint16"}
@@ -168,7 +170,7 @@ def test_summary_table_shows_every_split(data_dir: tuple[Path, PreprocessSummary
 def test_preprocess_is_deterministic(small_corpus: Path, tmp_path: Path) -> None:
     for name in ("first", "second"):
         preprocess(_config(small_corpus, tmp_path / name, validpref=None, testpref=None))
-    for name in ("spm.model", "train.en.bin", "train.de.bin", "train.de.idx"):
+    for name in ("spm.model", "spm.de.model", "train.en.bin", "train.de.bin", "train.de.idx"):
         assert (tmp_path / "first" / name).read_bytes() == (tmp_path / "second" / name).read_bytes()
 
 

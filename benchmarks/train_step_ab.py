@@ -1,17 +1,22 @@
 """Training-step levers side by side in one process: the same batches, rounds in alternating order.
 
 python benchmarks/train_step_ab.py JOINT_DATA TRIMMED_DATA [--rounds 5] [--steps 15]
+                                  [--precision auto|fp32|bf16] [--arms base,dec,defer,enc,all]
 
 JOINT_DATA is Multi30k preprocessed with ``--keep-target-vocab``, TRIMMED_DATA the same with
 ``--trim-target-vocab`` (the default); both segment the training pairs alike, so the batches
-are the same. Each arm is the default model (fp32 unless the CPU makes ``auto`` bf16), Adam,
-label smoothing 0.2, trained on ``--steps`` batches a round; it prints each arm's target tokens
-a second (median of the rounds) and its ratio to the first:
+are the same. Each arm is the default model, Adam, label smoothing 0.2, its loss under autocast
+at ``--precision`` as ``nmtkit train`` runs it (``auto``: bf16 on a CPU with native bf16, else
+fp32), trained on ``--steps`` batches a round; it prints each arm's target tokens a second
+(median of the rounds) and its ratio to the first:
 
-- base: the step before this round's levers (the decoder's step layers and ``nn.GRU`` as
-  autograd takes them, the joint target ids);
-- defer: the decoder's step layers with deferred weight gradients (nmtkit.models.deferred_grads);
-- enc: and the encoder's GRU in steps (nmtkit.models.encoders.gru_steps);
+- base: the step before the thirteenth round's levers (the decoder's step layers and ``nn.GRU``
+  as autograd takes them, the joint target ids);
+- dec: the decoder's GRU step layers with deferred weight gradients
+  (nmtkit.models.deferred_grads);
+- defer: and the attention's query layer (``AttentionScorer.query_layers``);
+- enc: and the encoder's GRU in steps (nmtkit.models.encoders.gru_steps; fp32 only, so under
+  bf16 the same as ``defer``);
 - all: and the trimmed target vocabulary: the default.
 
 Run it alone (nothing else on the cores): the arms share the machine's state, not its noise.
@@ -30,19 +35,22 @@ import torch
 
 from nmtkit.config import Config
 from nmtkit.models import decoders
+from nmtkit.models.attention.additive import AdditiveAttention
 from nmtkit.models.encoders import recurrent
 from nmtkit.models.seq2seq import build_model
-from nmtkit.runtime import tune_allocator
+from nmtkit.runtime import autocast, resolve_precision, tune_allocator
 from nmtkit.training.data import EpochExamples, TrainingData, concat_policy
 
 DEFERRED, IN_STEPS = decoders.deferred_weight_grads, recurrent.runs_in_steps
+QUERY_LAYERS = AdditiveAttention.query_layers
 
 
-def levers(*, defer: bool, enc: bool) -> None:
-    """Switch the two gradient levers on or off for the arms that follow."""
+def levers(*, defer: bool, attn: bool, enc: bool) -> None:
+    """Switch the gradient levers on or off for the arms that follow."""
     decoders.deferred_weight_grads = (  # type: ignore[assignment]
         DEFERRED if defer else (lambda *layers: contextlib.nullcontext())
     )
+    AdditiveAttention.query_layers = QUERY_LAYERS if attn else (lambda self: ())  # type: ignore[method-assign]
     recurrent.runs_in_steps = IN_STEPS if enc else (lambda *args: False)  # type: ignore[assignment]
 
 
@@ -67,12 +75,15 @@ def arm(data_dir: Path, config: Config, batches: int) -> dict[str, Any]:
     }
 
 
-def train_steps(setup: dict[str, Any], batches: list[Any], label_smoothing: float) -> float:
+def train_steps(
+    setup: dict[str, Any], batches: list[Any], label_smoothing: float, precision: str
+) -> float:
     """Train on ``batches``; return target tokens a second."""
     model, optimizer = setup["model"], setup["optimizer"]
     tokens, start = 0, time.perf_counter()
     for batch in batches:
-        loss, _ = model.loss(batch, label_smoothing=label_smoothing)
+        with autocast(precision, "cpu"):
+            loss, _ = model.loss(batch, label_smoothing=label_smoothing)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -86,22 +97,29 @@ def main() -> None:
     parser.add_argument("trimmed", type=Path)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=15)
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    parser.add_argument("--arms", default="base,dec,defer,enc,all", help="the first is the base")
     args = parser.parse_args()
     tune_allocator()
+    precision = resolve_precision(args.precision)
+    print(f"precision {precision}, CPU {torch.backends.cpu.get_cpu_capability()}")
     config = Config()
     needed = 5 + 2 * args.steps  # warm-up, then two sets of batches, alternating by round
-    arms = {
-        "base": (args.joint, False, False),
-        "defer": (args.joint, True, False),
-        "enc": (args.joint, True, True),
-        "all": (args.trimmed, True, True),
+    every = {  # data, deferred decoder, deferred attention query, encoder in steps
+        "base": (args.joint, False, False, False),
+        "dec": (args.joint, True, False, False),
+        "defer": (args.joint, True, True, False),
+        "enc": (args.joint, True, True, True),
+        "all": (args.trimmed, True, True, True),
     }
-    setups = {name: arm(data, config, needed) for name, (data, _, _) in arms.items()}
+    arms = {name: every[name] for name in args.arms.split(",")}
+    setups = {name: arm(data, config, needed) for name, (data, *_) in arms.items()}
     smoothing = config.train.label_smoothing
 
     def run(name: str, batches: list[Any]) -> float:
-        levers(defer=arms[name][1], enc=arms[name][2])
-        return train_steps(setups[name], batches, smoothing)
+        _, defer, attn, enc = arms[name]
+        levers(defer=defer, attn=attn, enc=enc)
+        return train_steps(setups[name], batches, smoothing, precision)
 
     for name, setup in setups.items():
         run(name, setup["batches"][:5])
@@ -111,7 +129,7 @@ def main() -> None:
         first = 5 + (number % 2) * args.steps
         for name in order:
             rates[name].append(run(name, setups[name]["batches"][first : first + args.steps]))
-    base = statistics.median(rates["base"])
+    base = statistics.median(next(iter(rates.values())))
     print("| arm | output rows | target tok/s (median) | rounds | / base |")
     print("| --- | ---: | ---: | --- | ---: |")
     for name, values in rates.items():

@@ -97,6 +97,13 @@ class AttentionScorer(nn.Module, Component):
         """Attend from ``query`` [B, D] (s_{i-1}) over ``state``'s annotations and keys."""
         raise NotImplementedError
 
+    def query_layers(self) -> tuple[nn.Linear, ...]:
+        """The linear layers that :meth:`forward` applies to the [B, D] query, once a call: a
+        decoder's training pass may take their weight gradients once for all its steps
+        (:mod:`nmtkit.models.deferred_grads`). None by default; a scorer that lists a layer
+        must not call it on anything else."""
+        return ()
+
 
 class SoftmaxAttention(AttentionScorer):
     """A scorer whose weights are a softmax of energies e_ij over real positions and whose

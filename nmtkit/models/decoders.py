@@ -144,8 +144,9 @@ class GRUDecoder(Decoder):
         return hidden, context, weights
 
     def step_layers(self) -> tuple[nn.Linear, ...]:
-        """The linear layers that :meth:`_recur` calls on [B, ...] inputs at every step."""
-        return (self.input_from_context, self.hidden_to_gates)
+        """The linear layers that :meth:`_recur` calls on [B, ...] inputs at every step, the
+        attention's query layers among them."""
+        return (self.input_from_context, self.hidden_to_gates, *self.attention.query_layers())
 
     def _readout(self, hidden: Tensor, embedded: Tensor, context: Tensor) -> Tensor:
         """Maxout deep output t_i over (s, E y_{i-1}, c_i), s = s_i or s_{i-1}: [..., M]."""

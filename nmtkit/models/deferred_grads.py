@@ -9,8 +9,11 @@ its output instead, and the weight's gradient (and the bias's) is taken once, wh
 pass is through with every step: one [out, T*B] x [T*B, in] product, the same sum. The forward
 is the same ``F.linear``, so the loss is the same number.
 
-fp32 only: under autocast (bf16 training) the layers run as they are, because their weights'
-casts, cached once a forward for parameters, would be taken again at every step.
+Under bf16 autocast (training on a CPU with native bf16), the weight and bias are cast to bf16
+once a forward pass, as autocast's own cache does, and the steps' products run in bf16; the
+recorded inputs and output gradients are bf16, so the one product at the end rounds its fp32
+sum once, where autograd would add T bf16 step gradients of the cached cast in bf16. Under fp16
+autocast (a GPU, with loss scaling), never measured, the layers run as they are.
 """
 
 from __future__ import annotations
@@ -35,25 +38,37 @@ class _Record:
 
 
 class _Gate(torch.autograd.Function):
-    """The layer's parameters as the steps see them (views): its backward runs after every
-    step's and turns their records into the parameters' gradients."""
+    """The layer's parameters as the steps see them (views, or copies in ``dtype``): its
+    backward runs after every step's and turns their records into the parameters' gradients."""
 
     @staticmethod
-    def forward(ctx: Any, record: _Record, *params: Tensor) -> tuple[Tensor, ...]:
+    def forward(
+        ctx: Any, record: _Record, dtype: torch.dtype | None, *params: Tensor
+    ) -> tuple[Tensor, ...]:
         ctx.record = record
+        ctx.dtypes = [param.dtype for param in params]
         ctx.set_materialize_grads(False)
-        return tuple(param.view_as(param) for param in params)
+        return tuple(
+            param.view_as(param) if dtype in (None, param.dtype) else param.to(dtype)
+            for param in params
+        )
 
     @staticmethod
     def backward(ctx: Any, *direct: Tensor | None) -> tuple[Tensor | None, ...]:
         record: _Record = ctx.record
         if not record.grads:  # no step was differentiated
-            return (None, *direct)
+            return (None, None, *_cast(direct, ctx.dtypes))
         grads, inputs = torch.cat(record.grads), torch.cat(record.inputs)  # [N, out], [N, in]
         record.grads.clear()
         record.inputs.clear()
         summed = [grads.t() @ inputs, grads.sum(dim=0)][: len(direct)]  # weight, bias
-        return (None, *(s if d is None else s + d for s, d in zip(summed, direct, strict=True)))
+        total = [s if d is None else s + d for s, d in zip(summed, direct, strict=True)]
+        return (None, None, *_cast(total, ctx.dtypes))
+
+
+def _cast(grads: Any, dtypes: list[torch.dtype]) -> list[Tensor | None]:
+    """Each gradient in its parameter's dtype (the low-precision copies' come back to fp32)."""
+    return [g if g is None else g.to(dtype) for g, dtype in zip(grads, dtypes, strict=True)]
 
 
 class _StepLinear(torch.autograd.Function):
@@ -63,16 +78,18 @@ class _StepLinear(torch.autograd.Function):
     def forward(
         ctx: Any, x: Tensor, record: _Record, weight: Tensor, bias: Tensor | None
     ) -> Tensor:
-        ctx.record = record
+        ctx.record, ctx.x_dtype = record, x.dtype
+        x = x.to(weight.dtype)  # under autocast: the step's input in the weights' precision
         ctx.save_for_backward(x, weight)
         return F.linear(x, weight, bias)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None, None]:
         x, weight = ctx.saved_tensors
+        grad = grad.to(weight.dtype)
         ctx.record.inputs.append(x)
         ctx.record.grads.append(grad)
-        grad_x = grad @ weight if ctx.needs_input_grad[0] else None
+        grad_x = (grad @ weight).to(ctx.x_dtype) if ctx.needs_input_grad[0] else None
         return grad_x, None, None, None
 
 
@@ -80,12 +97,14 @@ class DeferredLinear:
     """``F.linear`` with ``weight`` and ``bias`` for the steps of one forward pass, their
     gradients taken in one product at the end of the backward pass (module docstring).
 
-    Make one per forward pass and call it on every step's [B, in] input; for fp32 without
-    autocast (:func:`deferrable`)."""
+    Make one per forward pass where :func:`deferrable`, and call it on every step's [B, in]
+    input; under bf16 autocast the parameters are cast once, here."""
 
     def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
         self.record = _Record()
-        views = _Gate.apply(self.record, *((weight,) if bias is None else (weight, bias)))
+        dtype = _autocast_dtype(weight.device)
+        params = (weight,) if bias is None else (weight, bias)
+        views = _Gate.apply(self.record, dtype, *params)
         self.weight, self.bias = views[0], (views[1] if len(views) > 1 else None)
 
     def __call__(self, x: Tensor) -> Tensor:
@@ -93,17 +112,23 @@ class DeferredLinear:
         return out
 
 
-def deferrable(device: torch.device | str) -> bool:
-    """Whether a forward pass on ``device`` now would defer: gradients on, no autocast."""
-    device_type = torch.device(device).type
-    return torch.is_grad_enabled() and not torch.is_autocast_enabled(device_type)
+def _autocast_dtype(device: torch.device) -> torch.dtype | None:
+    """The dtype that autocast gives matrix products on ``device`` now; None outside autocast."""
+    if not torch.is_autocast_enabled(device.type):
+        return None
+    return torch.get_autocast_dtype(device.type)
+
+
+def deferrable(device: torch.device) -> bool:
+    """Whether a forward pass on ``device`` now would defer: gradients on, fp32 or bf16."""
+    return torch.is_grad_enabled() and _autocast_dtype(device) in (None, torch.bfloat16)
 
 
 @contextmanager
 def deferred_weight_grads(*layers: nn.Linear) -> Iterator[None]:
     """Within the block, calls of ``layers`` on [B, in] inputs leave their weight gradients to
     one product at the end of the backward pass (module docstring). Does nothing without
-    gradients or under autocast."""
+    gradients or under fp16 autocast."""
     if not layers or not deferrable(layers[0].weight.device):
         yield
         return

@@ -43,6 +43,9 @@ class AdditiveAttention(SoftmaxAttention):
         tanh through a sigmoid, which is faster)."""
         return v_tanh(self.v, self.query_proj(query), state.keys)  # [B, S]
 
+    def query_layers(self) -> tuple[nn.Linear, ...]:
+        return (self.query_proj,)  # W_a
+
 
 def init_alignment_model(
     w_a: nn.Linear, u_a: nn.Linear, v_a: nn.Linear, *, generator: torch.Generator | None

@@ -116,6 +116,9 @@ class ScaledDotAttention(SoftmaxAttention):
         """e_ij [B, S] for s_{i-1} [B, D] against W_k h_j [B, S, A]."""
         return dot_energies(self.query_proj(query), state.keys) * self.scale
 
+    def query_layers(self) -> tuple[nn.Linear, ...]:
+        return (self.query_proj,)  # W_q
+
 
 @register("attention", "multihead")
 class MultiHeadAttention(AttentionScorer):
@@ -175,3 +178,6 @@ class MultiHeadAttention(AttentionScorer):
         heads = (weights[:, :, None] @ values).squeeze(2)  # [B, N, A/N]
         context = self.output_proj(heads.flatten(1))  # [B, C]
         return Attended(context=context, weights=weights.mean(dim=1))  # [B, S]
+
+    def query_layers(self) -> tuple[nn.Linear, ...]:
+        return (self.query_proj,)  # W_q

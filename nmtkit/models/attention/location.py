@@ -75,3 +75,6 @@ class LocationAttention(SoftmaxAttention):
         location = self.location_proj(features.transpose(1, 2))  # [B, S, A]
         hidden = torch.tanh(self.query_proj(query)[:, None] + state.keys + location)  # [B, S, A]
         return self.v(hidden).squeeze(-1)  # [B, S]
+
+    def query_layers(self) -> tuple[nn.Linear, ...]:
+        return (self.query_proj,)  # W_a

@@ -9,7 +9,10 @@ deferred to one product (:mod:`nmtkit.models.deferred_grads`). A padded position
 state as it was and gives a zero output, as packing does, so each direction reads a sentence's
 own words alone: the same annotations and final states as ``nn.GRU``, to rounding.
 
-Training only (gradients on, fp32 without autocast, one layer): elsewhere ``nn.GRU`` runs.
+Training in fp32 only (gradients on, no autocast, one layer): elsewhere ``nn.GRU`` runs. Under
+bf16 autocast the steps work too (the gate products in bf16, the recurrent weights cast once a
+forward pass; the gates and the state fp32), and tests keep them near ``nn.GRU``, but they gave
+no speed there: 0.99x of ``nn.GRU`` on an AVX-512 CPU (docs/speed.md, fourteenth round).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtkit.models.decoders import gru_transition
-from nmtkit.models.deferred_grads import DeferredLinear, deferrable
+from nmtkit.models.deferred_grads import DeferredLinear
 
 
 def runs_in_steps(rnn: nn.Module, embedded: Tensor) -> bool:
@@ -28,7 +31,8 @@ def runs_in_steps(rnn: nn.Module, embedded: Tensor) -> bool:
         isinstance(rnn, nn.GRU)
         and rnn.num_layers == 1
         and rnn.batch_first
-        and deferrable(embedded.device)
+        and torch.is_grad_enabled()
+        and not torch.is_autocast_enabled(embedded.device.type)
     )
 
 

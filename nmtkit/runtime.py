@@ -166,6 +166,14 @@ def describe_device(device: torch.device | str = "cpu") -> str:
     return f"cpu ({torch.backends.cpu.get_cpu_capability()}, {bf16})"
 
 
+def active_autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype that autocast gives matrix products on ``device_type`` now; None outside
+    autocast."""
+    if not torch.is_autocast_enabled(device_type):
+        return None
+    return torch.get_autocast_dtype(device_type)
+
+
 def resolve_precision(precision: str, device: torch.device | str = "cpu") -> str:
     """``auto`` becomes ``bf16`` where the device has native bf16; else ``fp16`` on a CUDA GPU
     (training then scales the loss with a ``GradScaler``) and ``fp32`` anywhere else. Any other

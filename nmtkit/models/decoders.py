@@ -23,6 +23,7 @@ from nmtkit.registry import (
     StepOutput,
     register,
 )
+from nmtkit.runtime import active_autocast_dtype
 
 READOUT_STATES = ("current", "previous")
 
@@ -122,11 +123,11 @@ class GRUDecoder(Decoder):
     def init_state(self, encoder_out: EncoderOutput) -> DecoderState:
         annotations = encoder_out.annotations  # [B, S, C]
         keys = self.attention.project_keys(annotations, encoder_out.pad_mask)
-        device = annotations.device.type
-        if torch.is_autocast_enabled(device):
+        dtype = active_autocast_dtype(annotations.device.type)
+        if dtype is not None:
             # Cast once per batch: autocast would cast them again at every step's context
             # product (it caches casts of parameters only), in the search for every hypothesis.
-            annotations = annotations.to(torch.get_autocast_dtype(device))
+            annotations = annotations.to(dtype)
         return DecoderState.start(
             hidden=torch.tanh(self.init_proj(encoder_out.summary)).float(),  # s_0 [B, D], fp32
             annotations=annotations,

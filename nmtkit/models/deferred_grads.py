@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from nmtkit.runtime import active_autocast_dtype
+
 
 class _Record:
     """What a layer's steps leave for its weight gradient: their inputs and output gradients."""
@@ -102,7 +104,7 @@ class DeferredLinear:
 
     def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
         self.record = _Record()
-        dtype = _autocast_dtype(weight.device)
+        dtype = active_autocast_dtype(weight.device.type)
         params = (weight,) if bias is None else (weight, bias)
         views = _Gate.apply(self.record, dtype, *params)
         self.weight, self.bias = views[0], (views[1] if len(views) > 1 else None)
@@ -112,16 +114,9 @@ class DeferredLinear:
         return out
 
 
-def _autocast_dtype(device: torch.device) -> torch.dtype | None:
-    """The dtype that autocast gives matrix products on ``device`` now; None outside autocast."""
-    if not torch.is_autocast_enabled(device.type):
-        return None
-    return torch.get_autocast_dtype(device.type)
-
-
 def deferrable(device: torch.device) -> bool:
     """Whether a forward pass on ``device`` now would defer: gradients on, fp32 or bf16."""
-    return torch.is_grad_enabled() and _autocast_dtype(device) in (None, torch.bfloat16)
+    return torch.is_grad_enabled() and active_autocast_dtype(device.type) in (None, torch.bfloat16)
 
 
 @contextmanager

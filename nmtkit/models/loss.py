@@ -18,6 +18,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from nmtkit.runtime import active_autocast_dtype
+
 
 class _SmoothedCrossEntropy(torch.autograd.Function):
     @staticmethod
@@ -146,10 +148,8 @@ def linear_cross_entropy(
     the sums in fp32.
     """
     device_type = hidden.device.type
-    compute_dtype = (
-        torch.get_autocast_dtype(device_type)
-        if torch.is_autocast_enabled(device_type)
-        else torch.promote_types(hidden.dtype, weight.dtype)
+    compute_dtype = active_autocast_dtype(device_type) or torch.promote_types(
+        hidden.dtype, weight.dtype
     )
     want_grad = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (hidden, weight, bias)

@@ -67,6 +67,11 @@ class ModelConfig:
     # attention reads them dropped out (Nematus drops out its hidden layers so). Off: level
     # validation BLEU after 30 minutes, one seed (docs/quality.md).
     dropout_annotations: bool = False
+    # Word dropout on the source (nmtkit.models.word_dropout): each source position's whole
+    # embedding zeroed with this probability in training (Marian's --dropout-src; the target
+    # side's is model.decoder.word_dropout). Fixed, not set by the run-length rule. Off: 0.1 on
+    # both sides lost 0.71 val BLEU (beam 5) after 30 minutes, one seed (docs/quality.md).
+    source_word_dropout: float = 0.0
     init: str = "uniform"  # uniform | paper (Bahdanau et al., 2015, B.1; ignores init_scale)
     init_scale: float = 0.1  # uniform: every parameter ~ uniform(-init_scale, init_scale)
     # the source embedding is the target's (a joint vocabulary; with decoder.tie_embeddings,
@@ -82,6 +87,11 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.init not in INITS:
             raise unknown_name("init", self.init, INITS, where="model.init")
+        if not 0 <= self.source_word_dropout < 1:
+            raise ConfigError(
+                f"model.source_word_dropout must be in [0, 1), got {self.source_word_dropout}",
+                where="model.source_word_dropout",
+            )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

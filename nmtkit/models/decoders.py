@@ -13,6 +13,7 @@ from torch.nn import functional as F
 from nmtkit.errors import ConfigError, unknown_name
 from nmtkit.models.deferred_grads import deferred_weight_grads
 from nmtkit.models.initialization import orthogonal_gates
+from nmtkit.models.word_dropout import WordDropout
 from nmtkit.registry import (
     AttentionScorer,
     Decoder,
@@ -67,6 +68,11 @@ class GRUDecoder(Decoder):
         readout_size: int = 256  # M, after maxout over pairs (paper: 500)
         tie_embeddings: bool = False  # share the target embedding with the output projection
         readout_state: str = "current"  # the readout reads s_i (current) or s_{i-1} (previous)
+        # Word dropout on the target words y_{i-1} the decoder reads in training: each
+        # position's whole embedding zeroed with this probability (Marian's --dropout-trg;
+        # nmtkit.models.word_dropout). Fixed, not set by the run-length rule. Off, as
+        # model.source_word_dropout (docs/quality.md).
+        word_dropout: float = 0.0
 
         def __post_init__(self) -> None:
             if self.readout_state not in READOUT_STATES:
@@ -75,6 +81,11 @@ class GRUDecoder(Decoder):
                     self.readout_state,
                     READOUT_STATES,
                     where="model.decoder.readout_state",
+                )
+            if not 0 <= self.word_dropout < 1:
+                raise ConfigError(
+                    f"model.decoder.word_dropout must be in [0, 1), got {self.word_dropout}",
+                    where="model.decoder.word_dropout",
                 )
 
     def __init__(
@@ -115,6 +126,11 @@ class GRUDecoder(Decoder):
                 raise ConfigError("tie_embeddings needs readout_size == embed_size")
             self.output.weight = self.embed.weight
         self.dropout = nn.Dropout(dropout)
+        self.word_dropout = WordDropout(config.word_dropout)  # whole target words
+
+    def _embed_targets(self, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing's inputs E y_{i-1} [B, T, E], word dropout and dropout applied."""
+        return self.dropout(self.word_dropout(self.embed(tgt_in)))
 
     def init_paper_parameters(self, generator: torch.Generator | None = None) -> None:
         """U_r, U_z and U, the recurrent matrices of the three gates: orthogonal each (B.1)."""
@@ -160,7 +176,7 @@ class GRUDecoder(Decoder):
         return self.dropout(pre)
 
     def forward(self, tgt_in: Tensor, encoder_out: EncoderOutput) -> DecoderOutput:
-        embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
+        embedded = self._embed_targets(tgt_in)  # [B, T, E]
         embed_gates = self.input_from_embed(embedded)  # [B, T, 3D]
         state = self.init_state(encoder_out)
         if not torch.is_grad_enabled():
@@ -213,7 +229,7 @@ class GRUDecoder(Decoder):
         """:meth:`forward`'s weights without gradients, ``block`` target steps at a time: the
         [B, T, S] matrix of a long line is never whole. Each step is the one ``forward`` takes,
         so the rows equal its rows."""
-        embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
+        embedded = self._embed_targets(tgt_in)  # [B, T, E]
         embed_gates = self.input_from_embed(embedded)  # [B, T, 3D]
         state = self.init_state(encoder_out)
         t = embed_gates.size(1)

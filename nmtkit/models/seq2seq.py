@@ -14,6 +14,7 @@ from nmtkit.errors import ConfigError
 from nmtkit.models.initialization import initialize
 from nmtkit.models.loss import linear_cross_entropy, smoothed_cross_entropy
 from nmtkit.models.quantization import has_int8_weight
+from nmtkit.models.word_dropout import WordDropout
 from nmtkit.registry import Batch, DecoderState, EncoderOutput, ShortlistRows, StepOutput
 
 # Logits computed at once by target_log_probs: 32 Mi floats (128 MiB), a batch of ordinary
@@ -54,6 +55,7 @@ class Seq2Seq(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         # on the annotations h_j: model.dropout_annotations
         self.annotation_dropout = nn.Dropout(config.dropout) if config.dropout_annotations else None
+        self.word_dropout = WordDropout(config.source_word_dropout)  # whole source words
 
     def _shared_embedding(self, src_vocab_size: int, tgt_vocab_size: int) -> nn.Embedding:
         """The decoder's target embedding, for the source side too (``share_embeddings``).
@@ -91,7 +93,8 @@ class Seq2Seq(nn.Module):
     def encode(self, src: Tensor, lengths: Tensor) -> EncoderOutput:
         """Encode source ids [B, S] (each ending in EOS) of real lengths [B]."""
         pad_mask = src == self.pad_id  # [B, S]
-        out = self.encoder(self.dropout(self.src_embed(src)), lengths, pad_mask)
+        embedded = self.dropout(self.word_dropout(self.src_embed(src)))  # [B, S, E]
+        out = self.encoder(embedded, lengths, pad_mask)
         if self.annotation_dropout is None:
             return out
         return dataclasses.replace(out, annotations=self.annotation_dropout(out.annotations))

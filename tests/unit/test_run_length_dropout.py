@@ -37,7 +37,7 @@ def dropouts(p: float) -> list[nn.Dropout]:
 
 
 def test_a_budgeted_run_projects_its_epochs_and_sets_every_dropout() -> None:
-    config = load_config(overrides=["train.time_budget=15"])  # default: 0.3, short 0.2
+    config = load_config(overrides=["train.time_budget=15", "model.dropout=0.3"])  # short 0.2
     modules = dropouts(config.model.dropout)
     dropout = RunLengthDropout(modules, config)
     assert dropout.active
@@ -56,7 +56,8 @@ def test_a_budgeted_run_projects_its_epochs_and_sets_every_dropout() -> None:
     [
         ["train.time_budget=15", "train.short_run_dropout=null"],  # turned off
         ["train.time_budget=15", "model.dropout=0.1"],  # already below: never raised
-        ["train.time_budget=15", "train.short_run_dropout=0.3"],  # not below model.dropout
+        # not below model.dropout
+        ["train.time_budget=15", "model.dropout=0.3", "train.short_run_dropout=0.3"],
         [],  # no known end: the plateau schedule's run, as long as validation says
     ],
 )

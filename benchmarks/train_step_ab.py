@@ -19,6 +19,10 @@ fp32), trained on ``--steps`` batches a round; it prints each arm's target token
   bf16 the same as ``defer``);
 - all: and the trimmed target vocabulary: the default.
 
+An arm named ``NAME@N`` is arm NAME with batches of ``train.max_tokens=N`` (``--arms
+all@1200,all@1600,all@2000`` compares batch sizes): its batches are the same epoch's sentences,
+grouped into fewer, larger batches.
+
 Run it alone (nothing else on the cores): the arms share the machine's state, not its noise.
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import statistics
 import time
 from pathlib import Path
@@ -98,7 +103,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
-    parser.add_argument("--arms", default="base,dec,defer,enc,all", help="the first is the base")
+    parser.add_argument(
+        "--arms",
+        default="base,dec,defer,enc,all",
+        help="the first is the base; NAME@N: batches of N tokens",
+    )
     args = parser.parse_args()
     tune_allocator()
     precision = resolve_precision(args.precision)
@@ -112,8 +121,15 @@ def main() -> None:
         "enc": (args.joint, True, True, True),
         "all": (args.trimmed, True, True, True),
     }
-    arms = {name: every[name] for name in args.arms.split(",")}
-    setups = {name: arm(data, config, needed) for name, (data, *_) in arms.items()}
+    arms = {name: every[name.split("@")[0]] for name in args.arms.split(",")}
+
+    def arm_config(name: str) -> Config:
+        if "@" not in name:
+            return config
+        train = dataclasses.replace(config.train, max_tokens=int(name.split("@")[1]))
+        return dataclasses.replace(config, train=train)
+
+    setups = {name: arm(data, arm_config(name), needed) for name, (data, *_) in arms.items()}
     smoothing = config.train.label_smoothing
 
     def run(name: str, batches: list[Any]) -> float:

@@ -97,9 +97,11 @@ class ModelConfig:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TrainConfig:
     seed: int = 1
-    # Batch budget: sentences x (longest side + EOS), padding included. 1200 rather than 2000:
-    # more, smaller updates in a time budget, +0.45 val BLEU (beam 5, 2 seeds) at 15 minutes.
-    max_tokens: int = 1200
+    # Batch budget: sentences x (longest side + EOS), padding included. 1600: a step's matrix
+    # products cost little more for more rows (most in bf16), so 1.18x the tokens a second of
+    # 1200 and +0.55 val BLEU (beam 5) at 30 minutes on AVX-512 + bf16; 2000 was faster still
+    # and only equal to 1200 on validation (docs/quality.md).
+    max_tokens: int = 1600
     max_sentences: int | None = None  # at most this many sentences a batch (None: no limit)
     max_epochs: int | None = None
     max_updates: int | None = None

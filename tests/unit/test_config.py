@@ -74,7 +74,7 @@ def test_demo_preset_is_the_default_model_for_a_fixed_number_of_updates() -> Non
     assert demo.train.max_updates == demo.train.validate_every == 400
     assert demo.train.time_budget is None
     assert (demo.train.lr, demo.model.dropout, demo.train.concat_rate) == (0.003, 0.1, 0.0)
-    assert (demo.train.max_tokens, default.train.max_tokens) == (2000, 1200)  # as tuned
+    assert (demo.train.max_tokens, default.train.max_tokens) == (2000, 1600)  # as tuned
 
 
 def test_paper_preset_has_the_papers_sizes() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from nmtkit import registry
-from nmtkit.errors import ConfigError, PluginError, unknown_name
+from nmtkit.errors import ConfigError, PluginError, check_probability, unknown_name
 from nmtkit.runtime import INFERENCE_PRECISIONS, PRECISIONS
 
 
@@ -87,11 +87,7 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.init not in INITS:
             raise unknown_name("init", self.init, INITS, where="model.init")
-        if not 0 <= self.source_word_dropout < 1:
-            raise ConfigError(
-                f"model.source_word_dropout must be in [0, 1), got {self.source_word_dropout}",
-                where="model.source_word_dropout",
-            )
+        check_probability(self.source_word_dropout, "model.source_word_dropout")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

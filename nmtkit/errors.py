@@ -85,3 +85,13 @@ def unknown_name(
         where=where,
         hint=f"did you mean {close[0]!r}?" if close else None,
     )
+
+
+def check_probability(value: float, where: str) -> None:
+    """Refuse a dropout probability outside [0, 1) for the config key ``where``.
+
+    Raises:
+        ConfigError: naming the key and the value.
+    """
+    if not 0 <= value < 1:
+        raise ConfigError(f"{where} must be in [0, 1), got {value}", where=where)

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from nmtkit.errors import ConfigError, unknown_name
+from nmtkit.errors import ConfigError, check_probability, unknown_name
 from nmtkit.models.deferred_grads import deferred_weight_grads
 from nmtkit.models.initialization import orthogonal_gates
 from nmtkit.models.word_dropout import WordDropout
@@ -82,11 +82,7 @@ class GRUDecoder(Decoder):
                     READOUT_STATES,
                     where="model.decoder.readout_state",
                 )
-            if not 0 <= self.word_dropout < 1:
-                raise ConfigError(
-                    f"model.decoder.word_dropout must be in [0, 1), got {self.word_dropout}",
-                    where="model.decoder.word_dropout",
-                )
+            check_probability(self.word_dropout, "model.decoder.word_dropout")
 
     def __init__(
         self,
